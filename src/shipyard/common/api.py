@@ -1,0 +1,154 @@
+"""Request and response bodies of the REST API (/api/v1).
+
+The server builds these from its ORM rows; the client parses answers into them; the CLI
+prints them. Field names are the JSON names.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from shipyard.common.states import ExperimentState, TrialState
+
+
+class MasterInfo(BaseModel):
+    version: str
+    started_at: datetime
+    database: str  # "sqlite" or "postgresql"
+    home: str
+    backend: str  # "local", ...
+
+
+class SlotInfo(BaseModel):
+    id: str  # "cpu0", "gpu1"
+    kind: str  # "cpu" or "gpu"
+    device: str  # GPU name/uuid, or "cpu"
+    trial_id: int | None = None
+    experiment_id: int | None = None
+
+
+class ContextUploaded(BaseModel):
+    id: str  # sha256 of the archive
+    size: int
+
+
+class CreateExperimentRequest(BaseModel):
+    config_yaml: str = Field(description="The experiment config as YAML (or JSON) text")
+    context_id: str | None = Field(None, description="id returned by upload_context")
+    config_file: str = Field("config.yaml", description="file name, for error messages")
+
+
+class MetricSummary(BaseModel):
+    name: str
+    group: str  # "training" or "validation"
+    count: int
+    last: float | None
+    last_step: int | None
+    min: float | None
+    max: float | None
+    best: float | None
+    best_step: int | None
+
+
+class TrialSummary(BaseModel):
+    id: int
+    experiment_id: int
+    request_id: str
+    state: TrialState
+    hparams: dict[str, Any]
+    restarts: int
+    run_id: int
+    steps_completed: int  # highest steps_completed reported in any group
+    searcher_metric: str | None = None
+    best_validation: float | None = None  # best value of the searcher metric
+    latest_validation: float | None = None
+    latest_checkpoint: str | None = None
+    slots: list[str] = []
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+class TrialDetail(TrialSummary):
+    workspace: str
+    seed: int
+    exit_reason: str | None = None
+    metrics: list[MetricSummary] = []
+    last_log_lines: list[str] = []  # filled for ERRORED trials: the lines before the failure
+
+
+class ExperimentSummary(BaseModel):
+    id: int
+    name: str
+    description: str = ""
+    labels: list[str] = []
+    workspace: str
+    project: str
+    state: ExperimentState
+    searcher: str
+    metric: str
+    smaller_is_better: bool
+    progress: float
+    num_trials: int
+    trial_states: dict[str, int] = {}
+    best_validation: float | None = None
+    best_trial_id: int | None = None
+    created_at: datetime
+    ended_at: datetime | None = None
+
+
+class ExperimentDetail(ExperimentSummary):
+    config: dict[str, Any]
+    context_id: str | None
+    trials: list[TrialSummary] = []
+
+
+class CheckpointInfo(BaseModel):
+    uuid: str
+    experiment_id: int
+    trial_id: int
+    run_id: int
+    steps_completed: int
+    state: str  # "COMPLETED" or "DELETED"
+    metadata: dict[str, Any] = {}
+    resources: dict[str, int] = {}
+    size: int
+    storage_path: str
+    created_at: datetime
+    validation: float | None = None  # searcher metric at this step, when reported
+
+
+class LogLine(BaseModel):
+    id: int  # cursor: pass as after= to read what follows
+    trial_id: int
+    run_id: int
+    rank: int
+    line_no: int
+    stream: str  # "stdout" or "stderr"
+    text: str
+    time: datetime
+
+
+class LogPage(BaseModel):
+    lines: list[LogLine]
+    next_after: int  # give back as after= to continue
+    done: bool  # the trial (or experiment) has ended and every line has been read
+
+
+class MetricPoint(BaseModel):
+    steps_completed: int
+    value: float | None
+
+
+class MetricSeries(BaseModel):
+    trial_id: int
+    name: str
+    group: str
+    points: list[MetricPoint]
+
+
+class ActionResult(BaseModel):
+    id: int
+    state: str

@@ -1,0 +1,88 @@
+"""Typed errors shared by every layer; the server maps each to one HTTP status.
+
+No pydantic here: the trial side (shipyard.core) may import this module.
+"""
+
+from __future__ import annotations
+
+
+class ShipyardError(Exception):
+    """Base of every error Shipyard raises on purpose."""
+
+    status_code = 500
+    kind = "ShipyardError"
+
+    def __init__(self, message: str, details: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or []
+
+    def to_dict(self) -> dict:
+        return {"error": {"type": self.kind, "message": self.message, "details": self.details}}
+
+
+class InvalidRequest(ShipyardError):
+    status_code = 400
+    kind = "InvalidRequest"
+
+
+class NotFound(ShipyardError):
+    status_code = 404
+    kind = "NotFound"
+
+
+class Conflict(ShipyardError):
+    """The object exists but is in a state that does not allow the request."""
+
+    status_code = 409
+    kind = "Conflict"
+
+
+class TooLarge(ShipyardError):
+    status_code = 413
+    kind = "TooLarge"
+
+
+class ConfigError(ShipyardError):
+    """An experiment config is invalid; details carry one entry per problem:
+    {"path": "searcher.metric", "message": "...", "line": 12 or None, "column": 3 or None}."""
+
+    status_code = 422
+    kind = "ConfigError"
+
+    def __str__(self) -> str:
+        lines = [self.message]
+        for d in self.details:
+            where = d.get("path") or "<config>"
+            if d.get("line"):
+                where += f" (line {d['line']}, column {d.get('column') or 1})"
+            lines.append(f"  {where}: {d['message']}")
+        return "\n".join(lines)
+
+
+class NotSupportedYet(ConfigError):
+    """A field Shipyard parses but does not act on yet."""
+
+    kind = "NotSupportedYet"
+
+
+class MasterUnavailable(ShipyardError):
+    """The client could not reach the master."""
+
+    status_code = 503
+    kind = "MasterUnavailable"
+
+
+ERRORS_BY_KIND: dict[str, type[ShipyardError]] = {
+    cls.kind: cls
+    for cls in (
+        ShipyardError,
+        InvalidRequest,
+        NotFound,
+        Conflict,
+        TooLarge,
+        ConfigError,
+        NotSupportedYet,
+        MasterUnavailable,
+    )
+}
