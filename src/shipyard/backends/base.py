@@ -1,0 +1,93 @@
+"""Where trials run: the Backend interface (see DESIGN.md, "The interfaces").
+
+A backend knows slots and processes, never the database. Optional features are mixins
+found with `issubclass`, e.g. `LogSource` for a backend that can hand the master the
+output of what it runs.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Slot:
+    id: str  # "cpu0", "gpu1": stable across master restarts
+    kind: str  # "cpu" or "gpu"
+    device: str  # GPU name/uuid, or "cpu"
+    index: int  # device index (CUDA ordinal for GPUs)
+
+
+@dataclass
+class TrialLaunchSpec:
+    trial_id: int
+    run_id: int
+    argv: list[str]
+    env: dict[str, str]
+    workdir: str
+    slots: list[Slot]
+    image: str | None = None
+    log_path: str | None = None  # where the backend writes the process's output
+
+
+@dataclass
+class Handle:
+    """What the master keeps (as JSON, in the trial row) to find a launched trial again."""
+
+    backend: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class RunStatus(StrEnum):
+    RUNNING = "RUNNING"
+    EXITED = "EXITED"
+    LOST = "LOST"  # the backend no longer knows the process and has no exit code
+
+
+@dataclass(frozen=True)
+class RunState:
+    status: RunStatus
+    exit_code: int | None = None
+
+
+class Backend(abc.ABC):
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def capacity(self) -> list[Slot]:
+        """Every slot this backend can run trials on."""
+
+    @abc.abstractmethod
+    def launch(self, spec: TrialLaunchSpec) -> Handle:
+        """Start the trial's processes: all of them or none (a gang)."""
+
+    @abc.abstractmethod
+    def poll(self, handle: Handle) -> RunState:
+        """Idempotent: may be called any number of times, also after the exit."""
+
+    @abc.abstractmethod
+    def terminate(self, handle: Handle, grace_s: float) -> None:
+        """SIGTERM, then SIGKILL after grace_s; returns at once."""
+
+    @abc.abstractmethod
+    def recover(self, handle_data: dict[str, Any]) -> Handle | None:
+        """Re-attach to a trial launched before a master restart, or None if it is gone."""
+
+    def set_exit_listener(self, listener) -> None:  # noqa: B027 - optional hook
+        """Called with no argument whenever a launched trial may have exited, so the
+        master reacts at once instead of on its next poll. Optional."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release threads and resources; running trials are left running."""
+
+
+class LogSource(abc.ABC):
+    """Mixin: the backend can read what a trial printed, from an offset on."""
+
+    @abc.abstractmethod
+    def read_output(self, handle: Handle, offset: int, final: bool = False) -> tuple[bytes, int]:
+        """Bytes written since offset and the new offset: whole lines only, unless final
+        (the trial has exited, so a last line without a newline is complete too)."""

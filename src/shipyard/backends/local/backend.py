@@ -1,0 +1,174 @@
+"""Trials as local processes: one process group per trial, output to a file.
+
+A trial is started through `sh -c '"$@"; echo $? > exit_file'` so that its exit code
+survives a master restart: the process is not the new master's child, so only the file
+can tell how it ended. User values are passed as arguments, never pasted into the script.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from shipyard.backends.base import (
+    Backend,
+    Handle,
+    LogSource,
+    RunState,
+    RunStatus,
+    Slot,
+    TrialLaunchSpec,
+)
+from shipyard.backends.local.gpus import cpu_slots, detect_gpus
+
+_WRAPPER = '"$@"; code=$?; echo $code > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
+_MAX_READ = 1 << 20
+
+
+class LocalBackend(Backend, LogSource):
+    name = "local"
+
+    def __init__(self, slots: int | None = None) -> None:
+        gpus = detect_gpus()
+        self._slots = gpus or cpu_slots(slots or os.cpu_count() or 1)
+        self._children: dict[int, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._listener = None
+
+    def capacity(self) -> list[Slot]:
+        return list(self._slots)
+
+    def set_exit_listener(self, listener) -> None:
+        self._listener = listener
+
+    def launch(self, spec: TrialLaunchSpec) -> Handle:
+        log_path = Path(spec.log_path or Path(spec.workdir) / "trial.log")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        exit_file = log_path.with_suffix(".exit")
+        exit_file.unlink(missing_ok=True)
+        env = dict(spec.env)
+        gpus = [s.index for s in spec.slots if s.kind == "gpu"]
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", _WRAPPER, str(exit_file), *spec.argv],
+                cwd=spec.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: survives the master, killed as one
+            )
+        with self._lock:
+            self._children[proc.pid] = proc
+        threading.Thread(target=self._wait, args=(proc,), daemon=True).start()
+        data = {
+            "pid": proc.pid,
+            "start_time": _start_time(proc.pid),
+            "exit_file": str(exit_file),
+            "log_path": str(log_path),
+        }
+        return Handle(backend=self.name, data=data)
+
+    def _wait(self, proc: subprocess.Popen) -> None:
+        proc.wait()
+        if self._listener is not None:
+            self._listener()
+
+    def poll(self, handle: Handle) -> RunState:
+        pid = handle.data["pid"]
+        with self._lock:
+            proc = self._children.get(pid)
+        if proc is not None:
+            code = proc.poll()
+            if code is None:
+                return RunState(RunStatus.RUNNING)
+            return RunState(RunStatus.EXITED, _read_exit(handle, default=code))
+        if _alive(pid, handle.data.get("start_time")):
+            return RunState(RunStatus.RUNNING)
+        code = _read_exit(handle, default=None)
+        if code is None:
+            return RunState(RunStatus.LOST)
+        return RunState(RunStatus.EXITED, code)
+
+    def terminate(self, handle: Handle, grace_s: float) -> None:
+        pid = handle.data["pid"]
+        if not _alive(pid, handle.data.get("start_time")):
+            return
+        _killpg(pid, signal.SIGTERM)
+
+        def escalate() -> None:
+            deadline = time.monotonic() + grace_s
+            while time.monotonic() < deadline:
+                if self.poll(handle).status != RunStatus.RUNNING:
+                    return
+                time.sleep(0.05)
+            _killpg(pid, signal.SIGKILL)
+
+        threading.Thread(target=escalate, daemon=True).start()
+
+    def recover(self, handle_data: dict[str, Any]) -> Handle | None:
+        handle = Handle(backend=self.name, data=dict(handle_data))
+        if "pid" not in handle_data:
+            return None
+        if self.poll(handle).status == RunStatus.LOST:
+            return None
+        return handle
+
+    def read_output(self, handle: Handle, offset: int, final: bool = False) -> tuple[bytes, int]:
+        try:
+            with open(handle.data["log_path"], "rb") as f:
+                f.seek(offset)
+                chunk = f.read(_MAX_READ)
+        except FileNotFoundError:
+            return b"", offset
+        if not final:
+            end = chunk.rfind(b"\n")
+            chunk = chunk[: end + 1] if end >= 0 else b""
+        return chunk, offset + len(chunk)
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks: tells a reused pid from ours."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _alive(pid: int, start_time: int | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    current = _start_time(pid)
+    if start_time is not None and current is not None and current != start_time:
+        return False  # the pid was reused by another process
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state != "Z"
+
+
+def _read_exit(handle: Handle, default: int | None) -> int | None:
+    try:
+        return int(Path(handle.data["exit_file"]).read_text().strip())
+    except (OSError, ValueError):
+        return default
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,130 @@
+"""The Context that ``shipyard.core.init()`` returns, and how it is assembled for each mode."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from shipyard.common.errors import InvalidRequest
+from shipyard.core._env import env_json, env_str
+from shipyard.core.checkpoint import CheckpointContext, LocalCheckpoint, MasterCheckpoint
+from shipyard.core.distributed import DistributedContext, SingleProcessDistributed
+from shipyard.core.info import Info, info_from_env
+from shipyard.core.preempt import LocalPreempt, MasterPreempt, PreemptContext
+from shipyard.core.searcher import LocalSearcher, MasterSearcher, SearcherContext
+from shipyard.core.train import DEFAULT_FLUSH_TIMEOUT_S, LocalTrain, TrainContext
+from shipyard.storage import CheckpointStorage, SharedFSStorage, storage_from_dict
+
+LOCAL_CHECKPOINT_DIR = "checkpoints"
+
+
+class Context:
+    """Everything training code talks to. Use it as ``with shipyard.core.init() as ctx:``;
+    leaving the block (even with an exception) delivers every reported metric first."""
+
+    def __init__(
+        self,
+        *,
+        info: Info,
+        train: TrainContext,
+        checkpoint: CheckpointContext,
+        preempt: PreemptContext,
+        searcher: SearcherContext,
+        distributed: DistributedContext,
+        on_close: list[Any] | None = None,
+    ) -> None:
+        self.info = info
+        self.train = train
+        self.checkpoint = checkpoint
+        self.preempt = preempt
+        self.searcher = searcher
+        self.distributed = distributed
+        self._on_close = on_close or []
+        self._closed = False
+
+    @property
+    def local(self) -> bool:
+        """True when running without a master (metrics printed, checkpoints kept locally)."""
+        return self.info.master is None
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close(raise_errors=exc is None)
+
+    def close(
+        self, *, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S, raise_errors: bool = True
+    ) -> None:
+        """Deliver every reported metric (waiting at most ``timeout_s``), then stop the
+        background threads. Errors are raised, or only printed when ``raise_errors`` is False
+        (so they don't hide the exception that is already leaving the ``with`` block)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.train.close(timeout_s)
+        except Exception as exc:
+            if raise_errors:
+                raise
+            print(f"[shipyard] {exc}", file=sys.stderr)
+        finally:
+            for hook in self._on_close:
+                hook()
+
+
+def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Context:
+    master = master or env_str("SHIPYARD_MASTER")
+    info = info_from_env(master=master, hparams=hparams)
+    distributed = SingleProcessDistributed()
+    if master is None:
+        storage_dir = Path(os.getcwd(), LOCAL_CHECKPOINT_DIR)
+        return Context(
+            info=info,
+            train=LocalTrain(),
+            checkpoint=LocalCheckpoint(lambda: _local_storage(storage_dir), info),
+            preempt=LocalPreempt(),
+            searcher=LocalSearcher(),
+            distributed=distributed,
+        )
+
+    # Only a trial talking to a master pays for http.client.
+    from shipyard.core._http import JsonHttp
+    from shipyard.core._signals import SignalPoller
+    from shipyard.core.train import MasterTrain
+
+    assert info.trial_id is not None  # info_from_env requires it when a master is set
+    http = JsonHttp(master)
+    signals = SignalPoller(http, info.trial_id)
+    return Context(
+        info=info,
+        train=MasterTrain(http, info.trial_id, info.run_id),
+        checkpoint=MasterCheckpoint(_storage_from_env, info, http),
+        preempt=MasterPreempt(signals),
+        searcher=MasterSearcher(signals),
+        distributed=distributed,
+        on_close=[signals.close, http.close],
+    )
+
+
+def _storage_from_env() -> CheckpointStorage:
+    config = env_json("SHIPYARD_CHECKPOINT_STORAGE")
+    if config is None:
+        raise InvalidRequest(
+            "SHIPYARD_CHECKPOINT_STORAGE is not set: the master sets it for every trial"
+        )
+    return storage_from_dict(config)
+
+
+def _local_storage(default_dir: Path) -> CheckpointStorage:
+    if env_str("SHIPYARD_CHECKPOINT_STORAGE") is not None:
+        return _storage_from_env()
+    return SharedFSStorage(default_dir)

@@ -1,0 +1,39 @@
+"""Retrying calls to a master that may be restarting."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from shipyard.common.errors import MasterUnavailable
+
+if TYPE_CHECKING:
+    from shipyard.core._http import JsonHttp
+
+# A master restart (new process, database recovery) takes seconds; give it a minute.
+RETRY_WINDOW_S = 60.0
+
+
+def request_with_retry(
+    http: JsonHttp,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    window_s: float = RETRY_WINDOW_S,
+) -> Any:
+    """Send until the master answers; retry only transport failures and 5xx (MasterUnavailable),
+    with backoff, for ``window_s`` seconds. A 4xx answer is raised at once: resending won't help."""
+    deadline = time.monotonic() + window_s
+    delay = 0.1
+    while True:
+        try:
+            return http.request(method, path, body)
+        except MasterUnavailable as exc:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise MasterUnavailable(
+                    f"the master did not answer for {window_s:.0f} s: {exc.message}"
+                ) from exc
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 5.0)

@@ -1,0 +1,72 @@
+"""One background long-poll for the master's signals to a trial (preempt, stop).
+
+Started on the first should_preempt()/should_stop() call, which first asks without waiting so
+its answer is current; afterwards both calls only read the cached flags.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+from shipyard.common.errors import ShipyardError
+
+if TYPE_CHECKING:
+    from shipyard.core._http import JsonHttp
+
+LONG_POLL_S = 30
+FIRST_ASK_TIMEOUT_S = 5.0
+
+
+class SignalPoller:
+    def __init__(self, http: JsonHttp, trial_id: int) -> None:
+        self._http = http
+        self._path = f"/api/v1/trials/{trial_id}/signals"
+        self._version = 0
+        self.preempt = False
+        self.stop = False
+        self._lock = threading.Lock()
+        self._started = False
+        self._closing = threading.Event()
+
+    def ensure_started(self) -> None:
+        if self._started:
+            return
+        with self._lock:
+            if self._started:
+                return
+            try:
+                self._ask(wait_s=0, timeout_s=FIRST_ASK_TIMEOUT_S)
+            except ShipyardError as exc:
+                # Not fatal: the flags stay False and the thread keeps asking.
+                print(f"[shipyard] cannot read signals from the master yet: {exc}", file=sys.stderr)
+            thread = threading.Thread(target=self._run, name="shipyard-signals", daemon=True)
+            thread.start()
+            self._started = True
+
+    def close(self) -> None:
+        # The thread may sit in a long-poll for up to 30 s; it is a daemon, so don't wait.
+        self._closing.set()
+
+    def _ask(self, *, wait_s: int, timeout_s: float) -> None:
+        answer = self._http.request(
+            "GET", f"{self._path}?wait_s={wait_s}&version={self._version}", timeout_s=timeout_s
+        )
+        if isinstance(answer, dict):
+            self.preempt = bool(answer.get("preempt", False))
+            self.stop = bool(answer.get("stop", False))
+            version = answer.get("version")
+            if isinstance(version, int):
+                self._version = version
+
+    def _run(self) -> None:
+        delay = 0.5
+        while not self._closing.is_set():
+            try:
+                self._ask(wait_s=LONG_POLL_S, timeout_s=LONG_POLL_S + 15)
+                delay = 0.5
+            except ShipyardError:
+                # Master restarting or briefly unreachable: ask again, a little later each time.
+                self._closing.wait(delay)
+                delay = min(delay * 2, 5.0)

@@ -1,0 +1,125 @@
+"""Checkpoints in a directory of a file system every trial can reach (shared_fs, directory)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from shipyard.common.errors import Conflict, InvalidRequest, NotFound
+from shipyard.storage.base import METADATA_FILE, CheckpointStorage, check_uuid
+
+
+class SharedFSStorage(CheckpointStorage):
+    """``<base_path>/<uuid>/<files>`` plus ``<base_path>/<uuid>/metadata.json``, written last."""
+
+    def __init__(self, base_path: str | Path) -> None:
+        self.base_path = Path(base_path)
+
+    def __repr__(self) -> str:
+        return f"SharedFSStorage({str(self.base_path)!r})"
+
+    def _dir(self, uuid: str) -> Path:
+        return self.base_path / check_uuid(uuid)
+
+    def store_path(self, uuid: str) -> Path:
+        path = self._dir(uuid)
+        if self.is_complete(uuid):
+            raise Conflict(f"checkpoint {uuid} already exists in {self.base_path}")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def finalize(
+        self, uuid: str, metadata: dict[str, Any], *, steps_completed: int | None = None
+    ) -> dict[str, int]:
+        path = self._dir(uuid)
+        if not path.is_dir():
+            raise NotFound(f"checkpoint directory {path} does not exist: nothing to finalize")
+        if self.is_complete(uuid):
+            raise Conflict(
+                f"checkpoint {uuid} in {self.base_path} already has a {METADATA_FILE}: it was "
+                f"finalized already, or its files include one (Shipyard writes {METADATA_FILE}; "
+                "save yours under another name)"
+            )
+        if not isinstance(metadata, dict):
+            raise TypeError(f"checkpoint metadata must be a dict, got {type(metadata).__name__}")
+        if steps_completed is None:
+            steps_completed = metadata.get("steps_completed", 0)
+        resources = _list_files(path)
+        document = {
+            **metadata,
+            "uuid": uuid,
+            "steps_completed": steps_completed,
+            "resources": resources,
+        }
+        try:
+            text = json.dumps(document, indent=2, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+        _write_atomically(path / METADATA_FILE, text)
+        return resources
+
+    def is_complete(self, uuid: str) -> bool:
+        return (self._dir(uuid) / METADATA_FILE).is_file()
+
+    def restore_path(self, uuid: str) -> Path:
+        if not self.is_complete(uuid):
+            raise NotFound(
+                f"checkpoint {uuid} not found in {self.base_path} (missing, or not finalized)"
+            )
+        return self._dir(uuid)
+
+    def read_metadata(self, uuid: str) -> dict[str, Any]:
+        path = self.restore_path(uuid) / METADATA_FILE
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+
+    def delete(self, uuid: str) -> None:
+        path = self._dir(uuid)
+        # The manifest goes first, so a delete cut short leaves a non-checkpoint, not a broken one.
+        (path / METADATA_FILE).unlink(missing_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
+
+    def list_complete(self) -> list[str]:
+        if not self.base_path.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in self.base_path.iterdir()
+            if entry.is_dir() and (entry / METADATA_FILE).is_file()
+        )
+
+    def upload(self, local_dir: str | Path, uuid: str) -> None:
+        source = Path(local_dir)
+        if not source.is_dir():
+            raise InvalidRequest(f"cannot upload {source}: not a directory")
+        # A downloaded checkpoint carries its old manifest; the new one is written by finalize.
+        shutil.copytree(
+            source,
+            self.store_path(uuid),
+            dirs_exist_ok=True,
+            ignore=lambda d, names: [METADATA_FILE] if Path(d) == source else [],
+        )
+
+    def download(self, uuid: str, local_dir: str | Path) -> None:
+        shutil.copytree(self.restore_path(uuid), Path(local_dir), dirs_exist_ok=True)
+
+
+def _list_files(root: Path) -> dict[str, int]:
+    resources: dict[str, int] = {}
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            full = Path(dirpath) / name
+            resources[full.relative_to(root).as_posix()] = full.stat().st_size
+    return dict(sorted(resources.items()))
+
+
+def _write_atomically(target: Path, text: str) -> None:
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, target)
