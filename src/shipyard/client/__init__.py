@@ -1,0 +1,111 @@
+"""The Python SDK: `Shipyard(master=None)` over the master's REST API.
+
+    from shipyard.client import Shipyard
+    sy = Shipyard()                       # master from SHIPYARD_MASTER, master.json or the default
+    exp = sy.create_experiment("const.yaml", ".")
+    exp = sy.wait(exp.id, timeout=600)
+    print(exp.state, exp.best_validation)
+
+The modules below (one per resource) take a `Session` and return the models of
+shipyard.common.api; this facade only binds them to one session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shipyard.client import checkpoints, experiments, master, trials
+from shipyard.client.logs import iter_log_lines
+from shipyard.client.master_url import resolve_master_url
+from shipyard.client.session import Session
+from shipyard.client.submit import submit_experiment
+from shipyard.common.api import (
+    ActionResult,
+    CheckpointInfo,
+    ExperimentDetail,
+    ExperimentSummary,
+    LogLine,
+    MasterInfo,
+    MetricSeries,
+    SlotInfo,
+    TrialDetail,
+)
+
+
+class Shipyard:
+    """A friendly handle on one master."""
+
+    def __init__(self, master: str | None = None, *, timeout_s: float = 30.0) -> None:
+        self.session = Session(master, timeout_s=timeout_s)
+
+    @property
+    def url(self) -> str:
+        return self.session.url
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> Shipyard:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def master_info(self) -> MasterInfo:
+        return master.get_master(self.session)
+
+    def slots(self) -> list[SlotInfo]:
+        return master.list_slots(self.session)
+
+    def create_experiment(
+        self, config_path: str | Path, context_dir: str | Path
+    ) -> ExperimentDetail:
+        return submit_experiment(self.session, config_path, context_dir)
+
+    def get_experiment(self, experiment_id: int) -> ExperimentDetail:
+        return experiments.get_experiment(self.session, experiment_id)
+
+    def list_experiments(
+        self, *, limit: int | None = None, state: str | None = None
+    ) -> list[ExperimentSummary]:
+        return experiments.list_experiments(self.session, limit=limit, state=state)
+
+    def wait(self, experiment_id: int, timeout: float | None = None) -> ExperimentDetail:
+        """Block until the experiment ends; raises ShipyardError after `timeout` seconds."""
+        return experiments.wait_for_experiment(self.session, experiment_id, timeout_s=timeout)
+
+    def pause(self, experiment_id: int) -> ActionResult:
+        return experiments.pause_experiment(self.session, experiment_id)
+
+    def activate(self, experiment_id: int) -> ActionResult:
+        return experiments.activate_experiment(self.session, experiment_id)
+
+    def kill(self, experiment_id: int) -> ActionResult:
+        return experiments.kill_experiment(self.session, experiment_id)
+
+    def trial(self, trial_id: int) -> TrialDetail:
+        return trials.get_trial(self.session, trial_id)
+
+    def trial_logs(self, trial_id: int) -> list[LogLine]:
+        """Every log line the trial has written so far."""
+
+        def read(after: int, wait_s: float):
+            return trials.get_trial_logs(self.session, trial_id, after=after, wait_s=wait_s)
+
+        return list(iter_log_lines(read))
+
+    def trial_metrics(
+        self, trial_id: int, *, group: str | None = None, name: str | None = None
+    ) -> list[MetricSeries]:
+        return trials.get_trial_metrics(self.session, trial_id, group=group, name=name)
+
+    def checkpoints(self, experiment_id: int) -> list[CheckpointInfo]:
+        return checkpoints.list_checkpoints(self.session, experiment_id)
+
+    def download_checkpoint(self, uuid: str, dest: str | Path) -> Path:
+        """Unpack the checkpoint's files into dest (created if needed); returns dest."""
+        checkpoints.download_checkpoint(self.session, uuid, dest)
+        return Path(dest)
+
+
+__all__ = ["Session", "Shipyard", "resolve_master_url"]

@@ -14,7 +14,11 @@ class ExperimentState(StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self in (ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERRORED)
+        return self in (
+            ExperimentState.COMPLETED,
+            ExperimentState.CANCELED,
+            ExperimentState.ERRORED,
+        )
 
 
 class TrialState(StrEnum):

@@ -1,0 +1,77 @@
+# Shipyard's developer commands. On a fresh machine (Python 3.11, pip, apt) `make demo` and
+# `make test` are all you need: both run `setup` first, which is quick once it has run.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+SETUP_STAMP := $(VENV)/.setup-done
+PY_DIRS := src tests bench examples
+
+# Everything below (tests that start `shipyard` or `python3` in a subprocess, the demo)
+# runs with the venv first on PATH, as if it were activated.
+export PATH := $(BIN):$(PATH)
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: setup postgres-server test lint demo bench clean
+
+setup: $(SETUP_STAMP) postgres-server
+
+# Re-run the pip step only when pyproject.toml changes (or the venv is new). A venv without
+# pip (python3-venv was missing when it was made) is made again.
+# torch is pinned in pyproject's torch extra; pip finds the CPU wheel through the machine's
+# pip configuration, so nothing here names an index.
+$(SETUP_STAMP): pyproject.toml
+	@if ! "$(BIN)/python" -m pip --version >/dev/null 2>&1; then \
+		echo "creating $(VENV)"; \
+		rm -rf $(VENV); \
+		$(PYTHON) -m venv $(VENV) || { \
+			echo "python3 -m venv failed: installing Debian's python3-venv"; \
+			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
+			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
+	fi
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch]'
+	touch $@
+
+# The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
+postgres-server:
+	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		exit 0; \
+	fi; \
+	echo "initdb not found: installing Debian's postgresql"; \
+	$(MAKE) --no-print-directory _apt PACKAGES=postgresql
+
+# apt-get as root (no sudo); a non-root user is told what to run.
+_apt:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "need root to run: apt-get install -y $(PACKAGES)" >&2; exit 1; \
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PACKAGES) >/dev/null
+
+test: setup
+	ruff check $(PY_DIRS)
+	lint-imports
+	mypy
+	pytest -q -p no:cacheprovider
+
+lint: setup
+	ruff check $(PY_DIRS)
+	ruff format --check $(PY_DIRS)
+	lint-imports
+	mypy
+
+demo: setup
+	examples/demo.sh
+
+# The Ray Tune comparison needs ray; without it the throughput bench reports the peer absent.
+bench: setup
+	python -m pip install --quiet 'ray[tune]' || echo "ray[tune] not installed: no Ray comparison"
+	python bench/launch_latency.py
+	python bench/trial_throughput.py
+	python bench/step_overhead.py
+
+clean:
+	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache

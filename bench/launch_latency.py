@@ -1,0 +1,79 @@
+"""Launch latency: from create_experiment returning to the trial's first training metric stored.
+
+Runs examples/quadratic/const.yaml RUNS times, one after the other, on a fresh master and
+prints one JSON object. Target: median under 1 s.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import httpx
+from _master import REPO, Master
+from _stats import summary
+
+from shipyard.client import Shipyard
+
+RUNS = 10
+POLL_S = 0.01
+TIMEOUT_S = 60.0
+TARGET_MEDIAN_S = 1.0
+EXAMPLE = REPO / "examples" / "quadratic"
+
+T = TypeVar("T")
+
+
+def poll(fetch: Callable[[], T], what: str) -> T:
+    """Call fetch every POLL_S until it returns something truthy."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        result = fetch()
+        if result:
+            return result
+        time.sleep(POLL_S)
+    raise TimeoutError(f"no {what} after {TIMEOUT_S} s")
+
+
+def first_training_metric_latency(sy: Shipyard, api: httpx.Client) -> float:
+    experiment = sy.create_experiment(str(EXAMPLE / "const.yaml"), str(EXAMPLE))
+    created = time.perf_counter()
+
+    def trial_id() -> int | None:
+        trials = api.get(f"/experiments/{experiment.id}/trials").raise_for_status().json()
+        return trials[0]["id"] if trials else None
+
+    def has_training_point(trial: int) -> bool:
+        answer = api.get(f"/trials/{trial}/metrics", params={"group": "training"})
+        return any(series["points"] for series in answer.raise_for_status().json())
+
+    trial = poll(trial_id, "trial")
+    poll(lambda: has_training_point(trial), "training metric")
+    latency = time.perf_counter() - created
+    # Runs don't overlap: the next one starts on an idle master.
+    sy.wait(experiment.id, TIMEOUT_S)
+    return latency
+
+
+def main() -> None:
+    with Master(slots=1) as master:
+        sy = Shipyard(master.url)
+        with httpx.Client(base_url=f"{master.url}/api/v1", timeout=10) as api:
+            samples = [first_training_metric_latency(sy, api) for _ in range(RUNS)]
+    figures = summary(samples)
+    result = {
+        "benchmark": "launch_latency",
+        "unit": "s",
+        "what": "create_experiment returned -> first training metric stored",
+        "runs": RUNS,
+        **figures,
+        "target_median": TARGET_MEDIAN_S,
+        "meets_target": figures["median"] < TARGET_MEDIAN_S,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Trial throughput: trials per second through the whole platform, next to Ray Tune.
+
+Shipyard: one random search of TRIALS quadratic trials (STEPS steps each, 2 at a time) on a
+2-slot master; trials/s = TRIALS / (last trial's end - create_experiment called).
+Ray Tune (when `import ray` works): RAY_SAMPLES samples of the same function, 2 at a time;
+trials/s = RAY_SAMPLES / Tuner.fit() wall time (ray.init excluded, like the master's start).
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from _master import REPO, Master
+
+from shipyard.client import Shipyard
+
+TRIALS = 200
+RAY_SAMPLES = 50  # the reference comparison used 50 samples
+STEPS = 5
+SLOTS = 2
+TIMEOUT_S = 1800.0
+EXAMPLE = REPO / "examples" / "quadratic"
+
+
+def search_config(directory: Path) -> Path:
+    """examples/quadratic/random.yaml, made into TRIALS short trials."""
+    config = yaml.safe_load((EXAMPLE / "random.yaml").read_text())
+    config["name"] = "bench-trial-throughput"
+    config["searcher"].update(
+        max_trials=TRIALS, max_concurrent_trials=SLOTS, max_length={"batches": STEPS}
+    )
+    path = directory / "throughput.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def as_epoch_s(moment: datetime) -> float:
+    # The API's times are UTC; a naive one is UTC too.
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def shipyard_figures() -> dict[str, Any]:
+    with Master(slots=SLOTS) as master, tempfile.TemporaryDirectory() as scratch:
+        sy = Shipyard(master.url)
+        config = search_config(Path(scratch))
+        created = time.time()
+        experiment = sy.create_experiment(str(config), str(EXAMPLE))
+        detail = sy.wait(experiment.id, TIMEOUT_S)
+        waited_s = time.time() - created
+    ended = [as_epoch_s(trial.ended_at) for trial in detail.trials if trial.ended_at]
+    completed = sum(1 for trial in detail.trials if str(trial.state).endswith("COMPLETED"))
+    elapsed_s = (max(ended) - created) if ended else waited_s
+    return {
+        "trials": TRIALS,
+        "completed": completed,
+        "experiment_state": str(detail.state),
+        "elapsed_s": round(elapsed_s, 3),
+        "trials_per_s": round(TRIALS / elapsed_s, 3),
+    }
+
+
+def quadratic_trainable(config: dict[str, float]) -> None:
+    """The quadratic example's loop, reporting like it does, for Ray Tune."""
+    from ray import tune
+
+    x = 0.0
+    for step in range(1, STEPS + 1):
+        x -= config["lr"] * 2 * (x - config["target"])
+        tune.report({"loss": (x - config["target"]) ** 2, "steps_completed": step})
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Ray prints banners and tables; this script's stdout carries only the JSON result."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def ray_figures() -> dict[str, Any]:
+    import ray
+    from ray import tune
+
+    ray.init(num_cpus=SLOTS, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        with tempfile.TemporaryDirectory() as storage:
+            tuner = tune.Tuner(
+                quadratic_trainable,
+                param_space={"lr": tune.loguniform(1e-3, 10**-0.5), "target": 3.0},
+                tune_config=tune.TuneConfig(
+                    num_samples=RAY_SAMPLES, max_concurrent_trials=SLOTS, metric="loss", mode="min"
+                ),
+                run_config=tune.RunConfig(storage_path=storage, verbose=0),
+            )
+            started = time.perf_counter()
+            results = tuner.fit()
+            elapsed_s = time.perf_counter() - started
+    finally:
+        ray.shutdown()
+    return {
+        "version": ray.__version__,
+        "trials": RAY_SAMPLES,
+        "errors": results.num_errors,
+        "elapsed_s": round(elapsed_s, 3),
+        "trials_per_s": round(RAY_SAMPLES / elapsed_s, 3),
+    }
+
+
+def main() -> None:
+    result: dict[str, Any] = {"benchmark": "trial_throughput", "unit": "trials/s"}
+    result["shipyard"] = shipyard_figures()
+    try:
+        import ray  # noqa: F401 - only to know whether the peer can run
+    except ImportError as exc:
+        result["ray"] = None
+        result["ray_reason"] = f"ray is not installed ({exc}); `make bench` tries to install it"
+    else:
+        try:
+            with stdout_to_stderr():
+                result["ray"] = ray_figures()
+        except Exception as exc:  # a broken Ray install: report it, keep Shipyard's figures
+            result["ray"] = None
+            result["ray_reason"] = f"Ray Tune failed: {exc!r}"
+        else:
+            result["shipyard_over_ray"] = round(
+                result["shipyard"]["trials_per_s"] / result["ray"]["trials_per_s"], 3
+            )
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""`shipyard experiment ...`: create, list, describe, logs, pause, activate, kill, wait."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from shipyard.cli.context import open_session
+from shipyard.cli.follow import follow_experiment
+from shipyard.cli.output import JsonFlag, out, print_json, say
+from shipyard.cli.render import (
+    experiments_table,
+    fields_table,
+    fmt_number,
+    fmt_time,
+    trials_table,
+)
+from shipyard.client import experiments
+from shipyard.client.logs import format_log_line, iter_log_lines
+from shipyard.client.submit import submit_experiment
+from shipyard.common.api import ExperimentDetail
+from shipyard.common.states import ExperimentState
+
+app = typer.Typer(no_args_is_help=True)
+
+ExperimentId = Annotated[int, typer.Argument(help="Experiment id.", metavar="ID")]
+FollowFlag = Annotated[
+    bool, typer.Option("--follow", "-f", help="Keep printing new lines until the end.")
+]
+
+
+def _exit_for(experiment: ExperimentDetail) -> None:
+    """0 when the experiment completed, 1 when it errored or was canceled."""
+    if experiment.state != ExperimentState.COMPLETED:
+        raise typer.Exit(1)
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    config: Annotated[Path, typer.Argument(help="Experiment config (YAML).")],
+    context_dir: Annotated[Path, typer.Argument(help="Directory with the training code.")],
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Watch the trials until the experiment ends.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Check the config here, upload the code directory, and start the experiment."""
+    session = open_session(ctx)
+    experiment = submit_experiment(session, config, context_dir)
+    if json_output:
+        if follow:
+            experiment = experiments.wait_for_experiment(session, experiment.id)
+        print_json(experiment)
+    else:
+        say(f"Created experiment {experiment.id}")
+        if follow:
+            experiment = follow_experiment(session, experiment.id)
+    if follow:
+        _exit_for(experiment)
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many.")] = None,
+    state: Annotated[
+        ExperimentState | None, typer.Option(case_sensitive=False, help="Only this state.")
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """List experiments, newest first."""
+    found = experiments.list_experiments(
+        open_session(ctx), limit=limit, state=state.value if state else None
+    )
+    if json_output:
+        print_json(found)
+    elif not found and state is not None:
+        say(f"No {state.value} experiments.")
+    elif not found:
+        say("No experiments yet; create one with `shipyard experiment create CONFIG DIR`.")
+    else:
+        out.print(experiments_table(found))
+
+
+@app.command()
+def describe(
+    ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False
+) -> None:
+    """An experiment's fields, its trials, and its best validation."""
+    exp = experiments.get_experiment(open_session(ctx), experiment_id)
+    if json_output:
+        print_json(exp)
+        return
+    direction = "smaller is better" if exp.smaller_is_better else "larger is better"
+    best = fmt_number(exp.best_validation)
+    if exp.best_trial_id is not None:
+        best += f" (trial {exp.best_trial_id})"
+    states = ", ".join(f"{s} {n}" for s, n in sorted(exp.trial_states.items()) if n)
+    out.print(
+        fields_table(
+            [
+                ("ID", exp.id),
+                ("Name", exp.name),
+                ("Description", exp.description),
+                ("Labels", ", ".join(exp.labels)),
+                ("Workspace / project", f"{exp.workspace} / {exp.project}"),
+                ("State", exp.state),
+                ("Searcher", exp.searcher),
+                ("Metric", f"{exp.metric} ({direction})"),
+                ("Progress", f"{exp.progress:.0%}"),
+                ("Trials", f"{exp.num_trials}" + (f" ({states})" if states else "")),
+                ("Best validation", best),
+                ("Created", fmt_time(exp.created_at)),
+                ("Ended", fmt_time(exp.ended_at)),
+                ("Context", exp.context_id),
+            ]
+        )
+    )
+    if exp.trials:
+        out.print(trials_table(exp.trials))
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    follow: FollowFlag = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object (a LogLine) per line.")
+    ] = False,
+) -> None:
+    """The log lines of all the experiment's trials."""
+    session = open_session(ctx)
+
+    def read(after: int, wait_s: float):
+        return experiments.get_experiment_logs(session, experiment_id, after=after, wait_s=wait_s)
+
+    for line in iter_log_lines(read, follow=follow):
+        if json_output:
+            print_json(line, indent=None)
+        else:
+            typer.echo(format_log_line(line, show_trial=True))
+
+
+@app.command()
+def pause(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
+    """Pause: its trials stop and nothing new starts until `activate`."""
+    _report(experiments.pause_experiment(open_session(ctx), experiment_id), json_output)
+
+
+@app.command()
+def activate(
+    ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False
+) -> None:
+    """Resume a paused experiment."""
+    _report(experiments.activate_experiment(open_session(ctx), experiment_id), json_output)
+
+
+@app.command()
+def kill(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
+    """Cancel the experiment and stop its trials."""
+    _report(experiments.kill_experiment(open_session(ctx), experiment_id), json_output)
+
+
+def _report(result, json_output: bool) -> None:
+    if json_output:
+        print_json(result)
+    else:
+        say(f"Experiment {result.id} is {result.state}")
+
+
+@app.command()
+def wait(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    timeout: Annotated[
+        float | None, typer.Option(min=0, help="Give up (exit 1) after this many seconds.")
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Wait until the experiment ends; exit 0 if it completed, 1 otherwise."""
+    exp = experiments.wait_for_experiment(open_session(ctx), experiment_id, timeout_s=timeout)
+    if json_output:
+        print_json(exp)
+    else:
+        best = fmt_number(exp.best_validation)
+        say(f"Experiment {exp.id} {exp.state}; best {exp.metric} {best}")
+    _exit_for(exp)

@@ -1,0 +1,84 @@
+"""The `shipyard` command: global options, command groups, and one place that turns every
+ShipyardError into a red message and exit code 1 (a user never sees a traceback)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import click
+import typer
+from rich.text import Text
+from typer.core import TyperGroup
+
+from shipyard import __version__
+from shipyard.cli import (
+    checkpoint_cmds,
+    config_cmds,
+    experiment_cmds,
+    master_cmds,
+    trial_cmds,
+)
+from shipyard.cli.output import err, print_error
+from shipyard.common.errors import ShipyardError
+
+
+class ShipyardGroup(TyperGroup):
+    """The root group: every subcommand runs inside its invoke, so errors are caught here."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ShipyardError as error:
+            print_error(error)
+            raise typer.Exit(1) from None
+        except OSError as error:
+            # A file we could not read or write, a signal we may not send: say which and why.
+            err.print(Text(f"error: {error}", style="bold red"), soft_wrap=True)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(
+    cls=ShipyardGroup,
+    name="shipyard",
+    help="Shipyard: train, search and track deep-learning experiments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"shipyard {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    master: Annotated[
+        str | None,
+        typer.Option(
+            "--master",
+            "-m",
+            help="Master URL. Default: $SHIPYARD_MASTER, then the master `shipyard up` "
+            "started ($SHIPYARD_HOME/master.json), then http://127.0.0.1:8080.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    ctx.obj = {"master": master}
+
+
+app.command("up")(master_cmds.up)
+app.command("down")(master_cmds.down)
+app.command("status")(master_cmds.status)
+app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and control experiments.")
+app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
+app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")
+app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")

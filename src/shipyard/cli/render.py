@@ -1,0 +1,187 @@
+"""Rich tables and short formats for the models of shipyard.common.api."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from shipyard.common.api import (
+    CheckpointInfo,
+    ExperimentSummary,
+    MetricSummary,
+    SlotInfo,
+    TrialSummary,
+)
+
+STATE_STYLES = {
+    "ACTIVE": "cyan",
+    "RUNNING": "cyan",
+    "STARTING": "cyan",
+    "QUEUED": "dim",
+    "PAUSED": "yellow",
+    "RESTARTING": "yellow",
+    "COMPLETED": "green",
+    "STOPPED": "green",
+    "ERRORED": "red",
+    "CANCELED": "magenta",
+}
+
+
+def fmt_number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def fmt_time(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_size(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return str(size)
+
+
+def styled_state(state: str) -> Text:
+    return Text(str(state), style=STATE_STYLES.get(str(state), ""))
+
+
+def add_row(table: Table, *cells: str | Text) -> None:
+    """Add cells as literal text: names and hyperparameters are user data, not rich markup."""
+    table.add_row(*(cell if isinstance(cell, Text) else Text(cell) for cell in cells))
+
+
+def _flatten(hparams: dict[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in hparams.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def short_hparams(hparams: dict[str, Any], width: int = 40) -> str:
+    """`lr=0.001, arch.width=64`, cut to `width` characters for a table cell."""
+    parts = []
+    for key, value in _flatten(hparams):
+        shown = f"{value:.4g}" if isinstance(value, float) else json.dumps(value)
+        parts.append(f"{key}={shown.strip(chr(34))}")
+    text = ", ".join(parts)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def fields_table(rows: Iterable[tuple[str, Any]]) -> Table:
+    """A two-column key/value listing (values are printed literally, not as markup)."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        add_row(table, key, "-" if value in (None, "") else str(value))
+    return table
+
+
+def experiments_table(experiments: list[ExperimentSummary]) -> Table:
+    table = Table(title=None)
+    for column in ("ID", "Name", "State", "Searcher", "Progress", "Trials", "Best", "Created"):
+        table.add_column(
+            column,
+            justify="right" if column in ("ID", "Trials") else "left",
+            no_wrap=column in ("State", "Created"),
+        )
+    for exp in experiments:
+        add_row(
+            table,
+            str(exp.id),
+            exp.name,
+            styled_state(exp.state),
+            exp.searcher,
+            f"{exp.progress:.0%}",
+            str(exp.num_trials),
+            fmt_number(exp.best_validation),
+            fmt_time(exp.created_at),
+        )
+    return table
+
+
+def trials_table(trials: list[TrialSummary]) -> Table:
+    """Best and Last are the searcher metric's validation values."""
+    table = Table()
+    table.add_column("ID", justify="right")
+    table.add_column("State", no_wrap=True)
+    table.add_column("Hyperparameters")
+    table.add_column("Steps", justify="right")
+    table.add_column("Best", justify="right")
+    table.add_column("Last", justify="right")
+    table.add_column("Restarts", justify="right")
+    for trial in trials:
+        add_row(
+            table,
+            str(trial.id),
+            styled_state(trial.state),
+            short_hparams(trial.hparams),
+            str(trial.steps_completed),
+            fmt_number(trial.best_validation),
+            fmt_number(trial.latest_validation),
+            str(trial.restarts),
+        )
+    return table
+
+
+def slots_table(slots: list[SlotInfo]) -> Table:
+    table = Table()
+    for column in ("Slot", "Kind", "Device", "Trial", "Experiment"):
+        table.add_column(column)
+    for slot in slots:
+        add_row(
+            table,
+            slot.id,
+            slot.kind,
+            slot.device,
+            "-" if slot.trial_id is None else str(slot.trial_id),
+            "-" if slot.experiment_id is None else str(slot.experiment_id),
+        )
+    return table
+
+
+def checkpoints_table(checkpoints: list[CheckpointInfo]) -> Table:
+    table = Table()
+    for column in ("UUID", "Trial", "Steps", "Validation", "Size", "State", "Created"):
+        table.add_column(column, no_wrap=column == "UUID")
+    for ckpt in checkpoints:
+        add_row(
+            table,
+            ckpt.uuid,
+            str(ckpt.trial_id),
+            str(ckpt.steps_completed),
+            fmt_number(ckpt.validation),
+            fmt_size(ckpt.size),
+            ckpt.state,
+            fmt_time(ckpt.created_at),
+        )
+    return table
+
+
+def metrics_table(metrics: list[MetricSummary]) -> Table:
+    table = Table()
+    for column in ("Group", "Metric", "Count", "Last", "Min", "Max", "Best", "Best step"):
+        table.add_column(column, justify="left" if column in ("Group", "Metric") else "right")
+    for m in metrics:
+        add_row(
+            table,
+            m.group,
+            m.name,
+            str(m.count),
+            fmt_number(m.last),
+            fmt_number(m.min),
+            fmt_number(m.max),
+            fmt_number(m.best),
+            "-" if m.best_step is None else str(m.best_step),
+        )
+    return table

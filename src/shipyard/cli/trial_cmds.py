@@ -1,0 +1,81 @@
+"""`shipyard trial describe | logs`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from shipyard.cli.context import open_session
+from shipyard.cli.output import JsonFlag, out, print_json
+from shipyard.cli.render import fields_table, fmt_number, fmt_time, metrics_table
+from shipyard.client import trials
+from shipyard.client.logs import format_log_line, iter_log_lines
+from shipyard.common.states import TrialState
+
+app = typer.Typer(no_args_is_help=True)
+
+TrialId = Annotated[int, typer.Argument(help="Trial id.", metavar="ID")]
+
+
+@app.command()
+def describe(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = False) -> None:
+    """A trial's fields, hyperparameters, metric summaries and latest checkpoint."""
+    trial = trials.get_trial(open_session(ctx), trial_id)
+    if json_output:
+        print_json(trial)
+        return
+    metric = trial.searcher_metric or "validation"
+    out.print(
+        fields_table(
+            [
+                ("ID", trial.id),
+                ("Experiment", trial.experiment_id),
+                ("State", trial.state),
+                ("Exit reason", trial.exit_reason),
+                ("Hyperparameters", json.dumps(trial.hparams, sort_keys=True)),
+                ("Steps completed", trial.steps_completed),
+                (f"Best {metric}", fmt_number(trial.best_validation)),
+                (f"Latest {metric}", fmt_number(trial.latest_validation)),
+                ("Latest checkpoint", trial.latest_checkpoint),
+                ("Restarts", f"{trial.restarts} (run {trial.run_id})"),
+                ("Slots", ", ".join(trial.slots)),
+                ("Seed", trial.seed),
+                ("Workspace", trial.workspace),
+                ("Started", fmt_time(trial.started_at)),
+                ("Ended", fmt_time(trial.ended_at)),
+            ]
+        )
+    )
+    if trial.metrics:
+        out.print(metrics_table(trial.metrics))
+    if trial.state == TrialState.ERRORED and trial.last_log_lines:
+        out.print(Text("Last log lines", style="bold red"))
+        for line in trial.last_log_lines:
+            out.print(Text(line))
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    trial_id: TrialId,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new lines until the trial ends.")
+    ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object (a LogLine) per line.")
+    ] = False,
+) -> None:
+    """The trial's log lines (every run and rank)."""
+    session = open_session(ctx)
+
+    def read(after: int, wait_s: float):
+        return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s)
+
+    for line in iter_log_lines(read, follow=follow):
+        if json_output:
+            print_json(line, indent=None)
+        else:
+            typer.echo(format_log_line(line, show_trial=False))

@@ -1,0 +1,32 @@
+"""Checkpoints: list, describe, and download into a local directory."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from shipyard.client.session import Session
+from shipyard.client.unpack import safe_extract_tar
+from shipyard.common.api import CheckpointInfo
+
+
+def list_checkpoints(session: Session, experiment_id: int) -> list[CheckpointInfo]:
+    items = session.get(f"/experiments/{experiment_id}/checkpoints")
+    return [CheckpointInfo.model_validate(item) for item in items]
+
+
+def get_checkpoint(session: Session, uuid: str) -> CheckpointInfo:
+    return CheckpointInfo.model_validate(session.get(f"/checkpoints/{uuid}"))
+
+
+def download_checkpoint(session: Session, uuid: str, dest: str | Path) -> list[str]:
+    """Stream the checkpoint's tar to a temporary file, then unpack it into dest once every
+    member has been checked (a refused archive leaves dest untouched). Returns the files."""
+    dest = Path(dest)
+    with tempfile.TemporaryFile(suffix=".tar") as spool:
+        with session.stream(f"/checkpoints/{uuid}/download") as response:
+            for chunk in response.iter_bytes(1 << 20):
+                spool.write(chunk)
+        spool.flush()
+        spool.seek(0)
+        return safe_extract_tar(spool, dest)

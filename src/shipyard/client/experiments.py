@@ -1,0 +1,84 @@
+"""Experiments: create, read, change state, wait, and read their trials' logs."""
+
+from __future__ import annotations
+
+import time
+
+from shipyard.client.session import Session
+from shipyard.common.api import (
+    ActionResult,
+    CreateExperimentRequest,
+    ExperimentDetail,
+    ExperimentSummary,
+    LogPage,
+    TrialSummary,
+)
+from shipyard.common.errors import ShipyardError
+
+
+def create_experiment(session: Session, request: CreateExperimentRequest) -> ExperimentDetail:
+    body = request.model_dump(mode="json")
+    return ExperimentDetail.model_validate(session.post("/experiments", json=body))
+
+
+def list_experiments(
+    session: Session, *, limit: int | None = None, state: str | None = None
+) -> list[ExperimentSummary]:
+    items = session.get("/experiments", params={"limit": limit, "state": state})
+    return [ExperimentSummary.model_validate(item) for item in items]
+
+
+def get_experiment(session: Session, experiment_id: int) -> ExperimentDetail:
+    return ExperimentDetail.model_validate(session.get(f"/experiments/{experiment_id}"))
+
+
+def pause_experiment(session: Session, experiment_id: int) -> ActionResult:
+    return _action(session, experiment_id, "pause")
+
+
+def activate_experiment(session: Session, experiment_id: int) -> ActionResult:
+    return _action(session, experiment_id, "activate")
+
+
+def kill_experiment(session: Session, experiment_id: int) -> ActionResult:
+    return _action(session, experiment_id, "kill")
+
+
+def _action(session: Session, experiment_id: int, verb: str) -> ActionResult:
+    return ActionResult.model_validate(session.post(f"/experiments/{experiment_id}/{verb}"))
+
+
+def list_experiment_trials(session: Session, experiment_id: int) -> list[TrialSummary]:
+    items = session.get(f"/experiments/{experiment_id}/trials")
+    return [TrialSummary.model_validate(item) for item in items]
+
+
+def get_experiment_logs(
+    session: Session, experiment_id: int, *, after: int = 0, limit: int = 1000, wait_s: float = 0
+) -> LogPage:
+    params = {"after": after, "limit": limit, "wait_s": wait_s}
+    # A long-poll may legitimately hold the request for wait_s seconds.
+    data = session.get(
+        f"/experiments/{experiment_id}/logs", params=params, timeout_s=wait_s + session.timeout_s
+    )
+    return LogPage.model_validate(data)
+
+
+def wait_for_experiment(
+    session: Session,
+    experiment_id: int,
+    *,
+    timeout_s: float | None = None,
+    poll_s: float = 1.0,
+) -> ExperimentDetail:
+    """Poll until the experiment is COMPLETED, CANCELED or ERRORED; return its final detail."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        experiment = get_experiment(session, experiment_id)
+        if experiment.state.terminal:
+            return experiment
+        if deadline is not None and time.monotonic() >= deadline:
+            raise ShipyardError(
+                f"experiment {experiment_id} is still {experiment.state} after {timeout_s:g} s"
+            )
+        time.sleep(poll_s if deadline is None else min(poll_s, max(deadline - time.monotonic(), 0)))

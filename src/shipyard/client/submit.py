@@ -1,0 +1,41 @@
+"""Submitting an experiment: validate the config locally, pack and upload the code, create."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shipyard.client.contexts import build_context, upload_context
+from shipyard.client.experiments import create_experiment
+from shipyard.client.session import Session
+from shipyard.common.api import CreateExperimentRequest, ExperimentDetail
+from shipyard.common.config import ExperimentConfig, load_config_file, validate_context
+from shipyard.common.errors import InvalidRequest
+
+
+def read_config_text(config_path: str | Path) -> str:
+    path = Path(config_path)
+    if not path.is_file():
+        raise InvalidRequest(f"config file {str(path)!r} does not exist or is not a file")
+    return path.read_text()
+
+
+def load_local_config(config_path: str | Path) -> ExperimentConfig:
+    """Parse and check a config file on this machine (raises ConfigError with locations)."""
+    read_config_text(config_path)
+    return load_config_file(config_path)
+
+
+def submit_experiment(
+    session: Session, config_path: str | Path, context_dir: str | Path
+) -> ExperimentDetail:
+    """Everything that can be checked here is checked before anything is sent."""
+    config = load_local_config(config_path)
+    archive = build_context(context_dir)
+    validate_context(config, archive.files)
+    uploaded = upload_context(session, archive.data)
+    request = CreateExperimentRequest(
+        config_yaml=read_config_text(config_path),
+        context_id=uploaded.id,
+        config_file=Path(config_path).name,
+    )
+    return create_experiment(session, request)

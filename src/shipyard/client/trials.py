@@ -1,0 +1,27 @@
+"""Trials: detail, logs and metric series."""
+
+from __future__ import annotations
+
+from shipyard.client.session import Session
+from shipyard.common.api import LogPage, MetricSeries, TrialDetail
+
+
+def get_trial(session: Session, trial_id: int) -> TrialDetail:
+    return TrialDetail.model_validate(session.get(f"/trials/{trial_id}"))
+
+
+def get_trial_logs(
+    session: Session, trial_id: int, *, after: int = 0, limit: int = 1000, wait_s: float = 0
+) -> LogPage:
+    params = {"after": after, "limit": limit, "wait_s": wait_s}
+    data = session.get(
+        f"/trials/{trial_id}/logs", params=params, timeout_s=wait_s + session.timeout_s
+    )
+    return LogPage.model_validate(data)
+
+
+def get_trial_metrics(
+    session: Session, trial_id: int, *, group: str | None = None, name: str | None = None
+) -> list[MetricSeries]:
+    items = session.get(f"/trials/{trial_id}/metrics", params={"group": group, "name": name})
+    return [MetricSeries.model_validate(item) for item in items]

@@ -1,0 +1,110 @@
+"""The `checkpoint_storage` section: where checkpoints go and how many are kept."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, Tag, field_validator, model_validator
+
+from shipyard.common.config._base import StrictModel, invalid, not_supported, tag_discriminator
+
+STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
+
+
+class _Storage(StrictModel):
+    # Determined's retention: best N of the experiment and of each trial, latest N of each trial.
+    save_experiment_best: int = Field(default=0, ge=0)
+    save_trial_best: int = Field(default=1, ge=0)
+    save_trial_latest: int = Field(default=1, ge=0)
+
+
+def _absolute(value: str) -> str:
+    if not posixpath.isabs(value):
+        raise invalid(f"must be an absolute path, got {value!r}")
+    return posixpath.normpath(value)
+
+
+class SharedFsStorage(_Storage):
+    type: Literal["shared_fs"]
+    host_path: str
+    storage_path: str | None = None
+    propagation: str = "rprivate"
+    container_path: str | None = None
+
+    _check_host_path = field_validator("host_path")(_absolute)
+
+    @model_validator(mode="after")
+    def _storage_path_inside(self) -> SharedFsStorage:
+        if self.storage_path is None:
+            return self
+        full = posixpath.normpath(posixpath.join(self.host_path, self.storage_path))
+        if full != self.host_path and not full.startswith(self.host_path.rstrip("/") + "/"):
+            raise invalid(
+                f"storage_path {self.storage_path!r} is outside host_path {self.host_path!r}",
+                subpath="storage_path",
+            )
+        return self
+
+    def base_path(self) -> str:
+        return posixpath.normpath(posixpath.join(self.host_path, self.storage_path or ""))
+
+
+class DirectoryStorage(_Storage):
+    type: Literal["directory"]
+    container_path: str
+
+    _check_container_path = field_validator("container_path")(_absolute)
+
+    def base_path(self) -> str:
+        return self.container_path
+
+
+class _CloudStorage(_Storage):
+    """Parsed so the error is about support, not about unknown fields; then refused."""
+
+    prefix: str | None = None
+
+    @model_validator(mode="after")
+    def _refuse(self) -> _CloudStorage:
+        raise not_supported(
+            f"checkpoint storage type {self.type} is not supported yet; "  # type: ignore[attr-defined]
+            "use shared_fs or directory",
+            subpath="type",
+        )
+
+
+class S3Storage(_CloudStorage):
+    type: Literal["s3"]
+    bucket: str
+    access_key: str | None = None
+    secret_key: str | None = None
+    endpoint_url: str | None = None
+
+
+class GcsStorage(_CloudStorage):
+    type: Literal["gcs"]
+    bucket: str
+
+
+class AzureStorage(_CloudStorage):
+    type: Literal["azure"]
+    container: str
+    connection_string: str | None = None
+    account_url: str | None = None
+    credential: str | None = None
+
+
+def _storage_type(raw: Any) -> str | None:
+    kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
+    return kind if kind in STORAGE_TYPES else None
+
+
+CheckpointStorage = Annotated[
+    Annotated[SharedFsStorage, Tag("shared_fs")]
+    | Annotated[DirectoryStorage, Tag("directory")]
+    | Annotated[S3Storage, Tag("s3")]
+    | Annotated[GcsStorage, Tag("gcs")]
+    | Annotated[AzureStorage, Tag("azure")],
+    tag_discriminator("unknown checkpoint storage type", "type", STORAGE_TYPES, _storage_type),
+]

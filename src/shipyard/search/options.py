@@ -1,0 +1,65 @@
+"""The searcher config fields every searcher here reads, checked once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shipyard.common.errors import ConfigError
+
+
+def _config_error(field: str, message: str) -> ConfigError:
+    path = f"searcher.{field}"
+    return ConfigError(f"{path}: {message}", details=[{"path": path, "message": message}])
+
+
+def _optional_positive_int(searcher: dict[str, Any], field: str) -> int | None:
+    value = searcher.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _config_error(field, f"expected a positive integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class SearcherOptions:
+    """Determined's common searcher fields (the plain dict form of ExperimentConfig)."""
+
+    name: str
+    metric: str
+    smaller_is_better: bool = True
+    max_trials: int | None = None
+    max_concurrent_trials: int = 0  # 0 means no limit
+    max_length: int | None = None
+
+    @classmethod
+    def from_dict(cls, searcher: dict[str, Any]) -> SearcherOptions:
+        if not isinstance(searcher, dict):
+            raise ConfigError(f"searcher: expected a mapping, got {searcher!r}")
+        metric = searcher.get("metric")
+        if not isinstance(metric, str) or not metric:
+            raise _config_error("metric", f"expected the name of a metric, got {metric!r}")
+        smaller_is_better = searcher.get("smaller_is_better", True)
+        if not isinstance(smaller_is_better, bool):
+            raise _config_error(
+                "smaller_is_better", f"expected true or false, got {smaller_is_better!r}"
+            )
+        concurrent = searcher.get("max_concurrent_trials") or 0
+        if isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 0:
+            raise _config_error(
+                "max_concurrent_trials", f"expected an integer >= 0, got {concurrent!r}"
+            )
+        return cls(
+            name=str(searcher.get("name")),
+            metric=metric,
+            smaller_is_better=smaller_is_better,
+            max_trials=_optional_positive_int(searcher, "max_trials"),
+            max_concurrent_trials=concurrent,
+            max_length=_optional_positive_int(searcher, "max_length"),
+        )
+
+    def require_max_trials(self) -> int:
+        if self.max_trials is None:
+            raise _config_error("max_trials", f"the {self.name} searcher needs max_trials")
+        return self.max_trials

@@ -1,0 +1,62 @@
+"""`python -m shipyard.server`: run the master in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from shipyard.server.app import create_app
+from shipyard.server.settings import Settings
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return False
+            raise
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m shipyard.server")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--home", type=Path)
+    parser.add_argument("--slots", type=int, help="CPU slots when no GPU is found")
+    args = parser.parse_args(argv)
+    overrides = {k: v for k, v in vars(args).items() if v is not None}
+    settings = Settings(**overrides)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if not _port_free(settings.host, settings.port):
+        print(
+            f"error: port {settings.port} on {settings.host} is already in use; "
+            "stop what uses it or pick another with --port",
+            file=sys.stderr,
+        )
+        return 2
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=2,  # long-polls of trials would otherwise hold it 30 s
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

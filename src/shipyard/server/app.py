@@ -1,0 +1,86 @@
+"""The FastAPI application factory: settings in, a running master out."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+import shipyard
+from shipyard.backends.registry import backend_class
+from shipyard.common.errors import InvalidRequest, ShipyardError
+from shipyard.server.db import Database
+from shipyard.server.orm import utcnow
+from shipyard.server.routers import checkpoints, contexts, experiments, master, trial_side, trials
+from shipyard.server.services.signals import SignalHub
+from shipyard.server.settings import Settings
+from shipyard.server.state import MasterState
+from shipyard.server.workers.orchestrator import Orchestrator
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        settings.ensure_dirs()
+        db = Database(settings.database_url)
+        db.migrate()
+        backend = backend_class(settings.backend)(slots=settings.slots)
+        hub = SignalHub()
+        hub.attach(asyncio.get_running_loop())
+        orchestrator = Orchestrator(settings, db, backend, hub)
+        app.state.master = MasterState(
+            settings=settings,
+            db=db,
+            backend=backend,
+            hub=hub,
+            orchestrator=orchestrator,
+            started_at=utcnow(),
+        )
+        orchestrator.start()
+        try:
+            yield
+        finally:
+            orchestrator.stop()
+            db.close()
+
+    app = FastAPI(
+        title="Shipyard",
+        version=shipyard.__version__,
+        description="REST API of the Shipyard master",
+        lifespan=lifespan,
+    )
+    for module in (master, contexts, experiments, trials, trial_side, checkpoints):
+        app.include_router(module.router, prefix="/api/v1")
+    _install_error_handlers(app)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ShipyardError)
+    async def shipyard_error(_request: Request, exc: ShipyardError) -> JSONResponse:
+        return JSONResponse(exc.to_dict(), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = [
+            {"path": ".".join(str(p) for p in err["loc"]), "message": err["msg"]}
+            for err in exc.errors()
+        ]
+        error = InvalidRequest("the request is not valid", details)
+        return JSONResponse(error.to_dict(), status_code=400)
+
+    @app.exception_handler(Exception)
+    async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        error = ShipyardError(
+            f"internal error in the master ({type(exc).__name__}); see master.log"
+        )
+        return JSONResponse(error.to_dict(), status_code=500)

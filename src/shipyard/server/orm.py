@@ -1,0 +1,179 @@
+"""The master's tables. Every change to them goes through an Alembic migration."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Workspace(Base):
+    __tablename__ = "workspaces"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Context(Base):
+    """A code snapshot (tar.gz), stored once by content hash."""
+
+    __tablename__ = "contexts"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    files: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    project: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(String(256))
+    description: Mapped[str] = mapped_column(Text, default="")
+    labels: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config_yaml: Mapped[str] = mapped_column(Text)
+    context_id: Mapped[str | None] = mapped_column(ForeignKey("contexts.id"), nullable=True)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    checkpoint_base: Mapped[str] = mapped_column(Text)  # where its trials write checkpoints
+    priority: Mapped[int] = mapped_column(Integer, default=42)
+    searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    searcher_done: Mapped[bool] = mapped_column(Boolean, default=False)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("experiment_id", "request_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    request_id: Mapped[str] = mapped_column(String(64))
+    hparams: Mapped[dict[str, Any]] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    run_id: Mapped[int] = mapped_column(Integer, default=0)
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    preempt_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    preempt_deadline: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )
+    latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    steps_completed: Mapped[int] = mapped_column(BigInteger, default=0)
+    progress: Mapped[float | None] = mapped_column(Float, nullable=True)  # as the trial reports it
+    slots: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    handle: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    log_offset: Mapped[int] = mapped_column(BigInteger, default=0)
+    log_lines: Mapped[int] = mapped_column(Integer, default=0)
+    exit_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SearcherEvent(Base):
+    """A validation or an exit the searcher has not seen yet: written with its cause,
+    consumed by the experiment driver, so a master restart loses none."""
+
+    __tablename__ = "searcher_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # "validation" or "exit"
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    processed: Mapped[bool] = mapped_column(Boolean, default=False)
+    __table_args__ = (Index("ix_searcher_events_pending", "processed", "experiment_id"),)
+
+
+class MetricKey(Base):
+    __tablename__ = "metric_keys"
+    __table_args__ = (UniqueConstraint("name", "group"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    group: Mapped[str] = mapped_column(String(32))
+
+
+class MetricPoint(Base):
+    """One value per (trial, metric, step): a resent step replaces, never duplicates."""
+
+    __tablename__ = "metric_points"
+    __table_args__ = {"sqlite_with_rowid": False}
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    steps_completed: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # NULL: NaN
+    run_id: Mapped[int] = mapped_column(Integer)
+
+
+class MetricSummary(Base):
+    """Per (trial, metric) aggregates kept current on every write: tables never scan points."""
+
+    __tablename__ = "metric_summaries"
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    last: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    min: Mapped[float | None] = mapped_column(Float, nullable=True)
+    min_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    uuid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    run_id: Mapped[int] = mapped_column(Integer)
+    steps_completed: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[str] = mapped_column(String(16), default="COMPLETED")
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    resources: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    storage_path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LogLine(Base):
+    __tablename__ = "logs"
+    __table_args__ = (
+        UniqueConstraint("trial_id", "run_id", "rank", "line_no"),
+        Index("ix_logs_experiment", "experiment_id", "id"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(Integer)
+    trial_id: Mapped[int] = mapped_column(Integer, index=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    rank: Mapped[int] = mapped_column(Integer, default=0)
+    line_no: Mapped[int] = mapped_column(Integer)
+    stream: Mapped[str] = mapped_column(String(8), default="output")
+    text: Mapped[str] = mapped_column(Text)
+    time: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends, Query
+from starlette.concurrency import run_in_threadpool
+
+from shipyard.common import api
+from shipyard.server.services import checkpoints, experiments, logs, views
+from shipyard.server.state import MasterState, master
+
+router = APIRouter(tags=["experiments"])
+
+
+@router.post(
+    "/experiments",
+    operation_id="create_experiment",
+    response_model=api.ExperimentDetail,
+    status_code=201,
+)
+def create_experiment(
+    req: api.CreateExperimentRequest, m: MasterState = Depends(master)
+) -> api.ExperimentDetail:
+    with m.db.write() as s:
+        exp = experiments.create(
+            req,
+            default_checkpoint_base=str(m.settings.home / "checkpoints"),
+            total_slots=len(m.backend.capacity()),
+            session=s,
+        )
+        exp_id = exp.id
+    m.orchestrator.wake()
+    with m.db.read() as s:
+        return views.experiment_detail(experiments.get(exp_id, session=s), session=s)
+
+
+@router.get(
+    "/experiments", operation_id="list_experiments", response_model=list[api.ExperimentSummary]
+)
+def list_experiments(
+    state: str | None = None,
+    limit: int = Query(100, ge=1, le=10_000),
+    m: MasterState = Depends(master),
+) -> list[api.ExperimentSummary]:
+    with m.db.read() as s:
+        return experiments.list_summaries(state=state, limit=limit, session=s)
+
+
+@router.get(
+    "/experiments/{exp_id}", operation_id="get_experiment", response_model=api.ExperimentDetail
+)
+def get_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ExperimentDetail:
+    with m.db.read() as s:
+        return views.experiment_detail(experiments.get(exp_id, session=s), session=s)
+
+
+def _act(m: MasterState, exp_id: int, action) -> api.ActionResult:
+    with m.db.write() as s:
+        exp = action(exp_id, session=s)
+        result = api.ActionResult(id=exp.id, state=exp.state)
+    m.orchestrator.wake()
+    return result
+
+
+@router.post(
+    "/experiments/{exp_id}/pause", operation_id="pause_experiment", response_model=api.ActionResult
+)
+def pause_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
+    """Running trials checkpoint and exit; the experiment resumes from there on activate."""
+    return _act(m, exp_id, experiments.pause)
+
+
+@router.post(
+    "/experiments/{exp_id}/activate",
+    operation_id="activate_experiment",
+    response_model=api.ActionResult,
+)
+def activate_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
+    return _act(m, exp_id, experiments.activate)
+
+
+@router.post(
+    "/experiments/{exp_id}/kill", operation_id="kill_experiment", response_model=api.ActionResult
+)
+def kill_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
+    """Cancel the experiment: running trials are terminated (process group)."""
+    return _act(m, exp_id, experiments.kill)
+
+
+@router.get(
+    "/experiments/{exp_id}/trials",
+    operation_id="list_experiment_trials",
+    response_model=list[api.TrialSummary],
+)
+def list_experiment_trials(exp_id: int, m: MasterState = Depends(master)) -> list[api.TrialSummary]:
+    with m.db.read() as s:
+        return views.experiment_trials(experiments.get(exp_id, session=s), session=s)
+
+
+@router.get(
+    "/experiments/{exp_id}/checkpoints",
+    operation_id="list_experiment_checkpoints",
+    response_model=list[api.CheckpointInfo],
+)
+def list_experiment_checkpoints(
+    exp_id: int, m: MasterState = Depends(master)
+) -> list[api.CheckpointInfo]:
+    with m.db.read() as s:
+        experiments.get(exp_id, session=s)
+        return checkpoints.list_for_experiment(exp_id, session=s)
+
+
+@router.get(
+    "/experiments/{exp_id}/logs", operation_id="get_experiment_logs", response_model=api.LogPage
+)
+async def get_experiment_logs(
+    exp_id: int,
+    after: int = Query(0, ge=0),
+    limit: int = Query(1000, ge=1, le=10_000),
+    wait_s: float = Query(0, ge=0, le=60),
+    m: MasterState = Depends(master),
+) -> api.LogPage:
+    """All the experiment's trials' output; wait_s long-polls for lines after `after`."""
+
+    def read() -> api.LogPage:
+        with m.db.read() as s:
+            experiments.get(exp_id, session=s)
+            return logs.page(
+                trial_id=None, experiment_id=exp_id, after=after, limit=limit, session=s
+            )
+
+    return await poll_logs(read, wait_s)
+
+
+async def poll_logs(read, wait_s: float) -> api.LogPage:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        page = await run_in_threadpool(read)
+        if page.lines or page.done or loop.time() >= deadline:
+            return page
+        await asyncio.sleep(0.25)

@@ -1,0 +1,97 @@
+"""Calls a running trial makes (shipyard.core): plain JSON, small and fast."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query
+from starlette.concurrency import run_in_threadpool
+
+from shipyard.common.errors import Conflict, InvalidRequest
+from shipyard.common.states import TrialState
+from shipyard.server import orm
+from shipyard.server.routers.trials import get_trial_row
+from shipyard.server.services import checkpoints, metrics, searching
+from shipyard.server.state import MasterState, master
+
+router = APIRouter(tags=["trial-side"])
+
+
+def _running(trial: orm.Trial, run_id: Any) -> int:
+    if not isinstance(run_id, int) or isinstance(run_id, bool):
+        raise InvalidRequest(f"run_id must be an integer, got {run_id!r}")
+    if TrialState(trial.state).terminal:
+        raise Conflict(f"trial {trial.id} has ended ({trial.state})")
+    return run_id
+
+
+@router.post("/trials/{trial_id}/metrics", operation_id="report_trial_metrics")
+def report_trial_metrics(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    """Store training/validation metrics; a resent step replaces its value."""
+    reports = body.get("reports")
+    if not isinstance(reports, list):
+        raise InvalidRequest("reports must be a list")
+    woke = False
+    with m.db.write() as s:
+        trial = get_trial_row(trial_id, s)
+        run_id = _running(trial, body.get("run_id"))
+        exp = s.get(orm.Experiment, trial.experiment_id)
+        validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
+        metric = exp.config.get("searcher", {}).get("metric")
+        for v in validations:
+            if metric in v["metrics"]:
+                s.add(searching.validation_event(trial, v["metrics"], v["steps_completed"]))
+                woke = True
+    if woke:
+        m.orchestrator.wake()
+    return {"stored": len(reports)}
+
+
+@router.post("/trials/{trial_id}/checkpoints", operation_id="report_checkpoint")
+def report_checkpoint(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    """Record a checkpoint whose files (and metadata.json, last) are already written."""
+    with m.db.write() as s:
+        trial = get_trial_row(trial_id, s)
+        _running(trial, body.get("run_id", trial.run_id))
+        exp = s.get(orm.Experiment, trial.experiment_id)
+        ckpt = checkpoints.register(trial, body, base_path=exp.checkpoint_base, session=s)
+        return {"uuid": ckpt.uuid}
+
+
+@router.post("/trials/{trial_id}/progress", operation_id="report_trial_progress")
+def report_trial_progress(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    progress = body.get("progress")
+    if not isinstance(progress, int | float) or not 0 <= progress <= 1:
+        raise InvalidRequest(f"progress must be a number from 0 to 1, got {progress!r}")
+    with m.db.write() as s:
+        get_trial_row(trial_id, s).progress = float(progress)
+    return {}
+
+
+@router.get("/trials/{trial_id}/signals", operation_id="get_trial_signals")
+async def get_trial_signals(
+    trial_id: int,
+    version: int = Query(-1),
+    wait_s: float = Query(0, ge=0, le=120),
+    m: MasterState = Depends(master),
+) -> dict:
+    """Long-poll: answers when the master asks the trial to preempt or stop, or after wait_s."""
+    if wait_s:
+        await m.hub.wait(trial_id, version, wait_s)
+
+    def read() -> dict:
+        with m.db.read() as s:
+            trial = get_trial_row(trial_id, s)
+            return {
+                "version": m.hub.version(trial_id),
+                "preempt": bool(trial.preempt_requested),
+                "stop": bool(trial.stop_requested),
+            }
+
+    return await run_in_threadpool(read)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query
+
+from shipyard.common import api
+from shipyard.common.errors import NotFound
+from shipyard.common.states import TrialState
+from shipyard.server import orm
+from shipyard.server.routers.experiments import poll_logs
+from shipyard.server.services import logs, metrics, views
+from shipyard.server.state import MasterState, master
+
+router = APIRouter(tags=["trials"])
+
+LAST_LOG_LINES = 20
+
+
+def get_trial_row(trial_id: int, s) -> orm.Trial:
+    trial = s.get(orm.Trial, trial_id)
+    if trial is None:
+        raise NotFound(f"trial {trial_id} does not exist")
+    return trial
+
+
+@router.get("/trials/{trial_id}", operation_id="get_trial", response_model=api.TrialDetail)
+def get_trial(trial_id: int, m: MasterState = Depends(master)) -> api.TrialDetail:
+    with m.db.read() as s:
+        trial = get_trial_row(trial_id, s)
+        exp = s.get(orm.Experiment, trial.experiment_id)
+        detail = views.trial_summaries(exp, [trial], session=s, detail=True)[0]
+        if TrialState(trial.state) == TrialState.ERRORED or trial.restarts:
+            detail.last_log_lines = logs.tail(trial_id, LAST_LOG_LINES, session=s)
+        return detail
+
+
+@router.get("/trials/{trial_id}/logs", operation_id="get_trial_logs", response_model=api.LogPage)
+async def get_trial_logs(
+    trial_id: int,
+    after: int = Query(0, ge=0),
+    limit: int = Query(1000, ge=1, le=10_000),
+    wait_s: float = Query(0, ge=0, le=60),
+    m: MasterState = Depends(master),
+) -> api.LogPage:
+    """The trial's output, all runs; wait_s long-polls for lines after `after`."""
+
+    def read() -> api.LogPage:
+        with m.db.read() as s:
+            get_trial_row(trial_id, s)
+            return logs.page(
+                trial_id=trial_id, experiment_id=None, after=after, limit=limit, session=s
+            )
+
+    return await poll_logs(read, wait_s)
+
+
+@router.get(
+    "/trials/{trial_id}/metrics",
+    operation_id="get_trial_metrics",
+    response_model=list[api.MetricSeries],
+)
+def get_trial_metrics(
+    trial_id: int,
+    group: str | None = None,
+    name: str | None = None,
+    m: MasterState = Depends(master),
+) -> list[api.MetricSeries]:
+    with m.db.read() as s:
+        get_trial_row(trial_id, s)
+        return metrics.series(trial_id, group=group, name=name, session=s)

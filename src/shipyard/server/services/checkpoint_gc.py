@@ -1,0 +1,31 @@
+"""Deletes the checkpoints an experiment's retention policy no longer keeps."""
+
+from __future__ import annotations
+
+import logging
+
+from shipyard.server import orm
+from shipyard.server.db import Database
+from shipyard.server.services.checkpoints import DELETED, select_for_deletion
+from shipyard.storage import storage_from_dict
+
+log = logging.getLogger(__name__)
+
+
+def collect(db: Database, experiment_id: int) -> list[str]:
+    with db.read() as s:
+        exp = s.get(orm.Experiment, experiment_id)
+        doomed = [c.uuid for c in select_for_deletion(exp, session=s)]
+        base = exp.checkpoint_base
+    if not doomed:
+        return []
+    storage = storage_from_dict({"type": "shared_fs", "base_path": base})
+    for uuid in doomed:
+        try:
+            storage.delete(uuid)
+        except OSError:
+            log.exception("could not delete checkpoint %s", uuid)
+    with db.write() as s:
+        for uuid in doomed:
+            s.get(orm.Checkpoint, uuid).state = DELETED
+    return doomed

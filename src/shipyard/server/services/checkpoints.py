@@ -1,0 +1,116 @@
+"""Checkpoint records and retention (Determined's save_trial_latest / save_trial_best /
+save_experiment_best). Files are written by the trial; the master records and deletes."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shipyard.common import api
+from shipyard.common.errors import Conflict, InvalidRequest, NotFound
+from shipyard.common.states import TrialState
+from shipyard.server import orm
+from shipyard.server.services import metrics, views
+
+COMPLETED, DELETED = "COMPLETED", "DELETED"
+
+
+def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) -> orm.Checkpoint:
+    uuid = body.get("uuid")
+    if not isinstance(uuid, str) or not uuid or "/" in uuid or uuid.startswith("."):
+        raise InvalidRequest(f"checkpoint uuid must be a plain name, got {uuid!r}")
+    resources = body.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise InvalidRequest("checkpoint resources must be an object of path -> bytes")
+    existing = session.get(orm.Checkpoint, uuid)
+    if existing is not None:
+        if existing.trial_id != trial.id:
+            raise Conflict(f"checkpoint {uuid} belongs to trial {existing.trial_id}")
+        return existing  # a retried report: keep the first record
+    ckpt = orm.Checkpoint(
+        uuid=uuid,
+        experiment_id=trial.experiment_id,
+        trial_id=trial.id,
+        workspace_id=trial.workspace_id,
+        run_id=int(body.get("run_id") or trial.run_id),
+        steps_completed=int(body.get("steps_completed") or 0),
+        meta=body.get("metadata") or {},
+        resources=resources,
+        size=sum(int(v) for v in resources.values()),
+        storage_path=f"{base_path}/{uuid}",
+        state=COMPLETED,
+    )
+    session.add(ckpt)
+    trial.latest_checkpoint = uuid
+    return ckpt
+
+
+def get(uuid: str, *, session: Session) -> orm.Checkpoint:
+    ckpt = session.get(orm.Checkpoint, uuid)
+    if ckpt is None:
+        raise NotFound(f"checkpoint {uuid} does not exist")
+    return ckpt
+
+
+def info(ckpt: orm.Checkpoint, *, session: Session) -> api.CheckpointInfo:
+    exp = session.get(orm.Experiment, ckpt.experiment_id)
+    metric = exp.config.get("searcher", {}).get("metric") if exp else None
+    value = (
+        metrics.value_at(ckpt.trial_id, metric, ckpt.steps_completed, session=session)
+        if metric
+        else None
+    )
+    return views.checkpoint_info(ckpt, value)
+
+
+def list_for_experiment(exp_id: int, *, session: Session) -> list[api.CheckpointInfo]:
+    rows = session.scalars(
+        select(orm.Checkpoint)
+        .where(orm.Checkpoint.experiment_id == exp_id, orm.Checkpoint.state == COMPLETED)
+        .order_by(orm.Checkpoint.trial_id, orm.Checkpoint.steps_completed)
+    )
+    return [info(c, session=session) for c in rows]
+
+
+def select_for_deletion(exp: orm.Experiment, *, session: Session) -> list[orm.Checkpoint]:
+    """Checkpoints the retention policy no longer keeps. The latest checkpoint of a trial
+    that may still run is always kept: it is what the trial resumes from."""
+    policy = exp.config.get("checkpoint_storage") or {}
+    keep_latest = int(policy.get("save_trial_latest", 1))
+    keep_best = int(policy.get("save_trial_best", 1))
+    keep_exp_best = int(policy.get("save_experiment_best", 0))
+    searcher = exp.config.get("searcher", {})
+    metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
+
+    trials = {
+        t.id: t for t in session.scalars(select(orm.Trial).where(orm.Trial.experiment_id == exp.id))
+    }
+    ckpts = list(
+        session.scalars(
+            select(orm.Checkpoint).where(
+                orm.Checkpoint.experiment_id == exp.id, orm.Checkpoint.state == COMPLETED
+            )
+        )
+    )
+    scores = {
+        c.uuid: metrics.value_at(c.trial_id, metric, c.steps_completed, session=session)
+        if metric
+        else None
+        for c in ckpts
+    }
+
+    def best_first(items: list[orm.Checkpoint]) -> list[orm.Checkpoint]:
+        scored = [c for c in items if scores[c.uuid] is not None]
+        return sorted(scored, key=lambda c: scores[c.uuid] if smaller else -scores[c.uuid])
+
+    keep: set[str] = {c.uuid for c in best_first(ckpts)[:keep_exp_best]}
+    for trial_id, trial in trials.items():
+        own = sorted(
+            (c for c in ckpts if c.trial_id == trial_id),
+            key=lambda c: (c.created_at, c.steps_completed),
+        )
+        keep.update(c.uuid for c in own[len(own) - keep_latest :] if keep_latest)
+        keep.update(c.uuid for c in best_first(own)[:keep_best])
+        if not TrialState(trial.state).terminal and trial.latest_checkpoint:
+            keep.add(trial.latest_checkpoint)
+    return [c for c in ckpts if c.uuid not in keep]

@@ -1,0 +1,149 @@
+"""Experiments: create from a config + context, read, and the user's state changes."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shipyard.common import api
+from shipyard.common.config import load_config, validate_context
+from shipyard.common.errors import ConfigError, Conflict, NotFound
+from shipyard.common.states import ExperimentState, TrialState
+from shipyard.server import orm
+from shipyard.server.orm import utcnow
+from shipyard.server.services import searching, views
+from shipyard.server.services.contexts import get_context
+
+
+def workspace_id(name: str, *, session: Session) -> int:
+    found = session.scalar(select(orm.Workspace.id).where(orm.Workspace.name == name))
+    if found is not None:
+        return found
+    ws = orm.Workspace(name=name)
+    session.add(ws)
+    session.flush()
+    return ws.id
+
+
+def create(
+    req: api.CreateExperimentRequest,
+    *,
+    default_checkpoint_base: str,
+    total_slots: int,
+    session: Session,
+) -> orm.Experiment:
+    """Validate, record, and start the searcher: the first trials are queued in the same
+    transaction, so they can launch the moment it commits."""
+    cfg = load_config(req.config_yaml, req.config_file)
+    files: set[str] = set()
+    if req.context_id is not None:
+        files = set(get_context(req.context_id, session=session).files)
+    validate_context(cfg, files)
+    config = cfg.to_json_dict()
+    wanted = config["resources"]["slots_per_trial"]
+    if wanted > total_slots:
+        raise ConfigError(
+            "the experiment asks for more slots than the master has",
+            [
+                {
+                    "path": "resources.slots_per_trial",
+                    "message": f"{wanted} slots per trial, but this master has {total_slots}",
+                }
+            ],
+        )
+    seed = config.get("reproducibility", {}).get("experiment_seed")
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    exp = orm.Experiment(
+        workspace_id=workspace_id(config["workspace"], session=session),
+        project=config["project"],
+        name=config["name"],
+        description=config.get("description") or "",
+        labels=list(config.get("labels") or []),
+        config=config,
+        config_yaml=req.config_yaml,
+        context_id=req.context_id,
+        state=ExperimentState.ACTIVE,
+        seed=seed,
+        checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
+        priority=config["resources"]["priority"],
+    )
+    session.add(exp)
+    session.flush()
+    searching.start(exp, cfg.searcher_dict(), cfg.hyperparameter_space(), session=session)
+    return exp
+
+
+def get(exp_id: int, *, session: Session) -> orm.Experiment:
+    exp = session.get(orm.Experiment, exp_id)
+    if exp is None:
+        raise NotFound(f"experiment {exp_id} does not exist")
+    return exp
+
+
+def list_summaries(
+    *, state: str | None, limit: int, session: Session
+) -> list[api.ExperimentSummary]:
+    query = select(orm.Experiment).order_by(orm.Experiment.id.desc()).limit(limit)
+    if state:
+        try:
+            query = query.where(orm.Experiment.state == ExperimentState(state.upper()))
+        except ValueError as exc:
+            raise ConfigError(f"unknown experiment state {state!r}") from exc
+    out = []
+    for exp in session.scalars(query):
+        trials = views.experiment_trials(exp, session=session)
+        out.append(api.ExperimentSummary(**views.experiment_summary(exp, trials, session=session)))
+    return out
+
+
+def _require_state(exp: orm.Experiment, allowed: tuple[ExperimentState, ...], action: str) -> None:
+    if exp.state not in allowed:
+        raise Conflict(f"experiment {exp.id} is {exp.state}; it cannot be {action}")
+
+
+def pause(exp_id: int, *, session: Session) -> orm.Experiment:
+    exp = get(exp_id, session=session)
+    if exp.state == ExperimentState.PAUSED:
+        return exp
+    _require_state(exp, (ExperimentState.ACTIVE,), "paused")
+    exp.state = ExperimentState.PAUSED
+    # Queued trials wait; running ones are asked to checkpoint and exit (the orchestrator).
+    for trial in _trials(exp.id, (TrialState.QUEUED,), session):
+        trial.state = TrialState.PAUSED
+    return exp
+
+
+def activate(exp_id: int, *, session: Session) -> orm.Experiment:
+    exp = get(exp_id, session=session)
+    if exp.state == ExperimentState.ACTIVE:
+        return exp
+    _require_state(exp, (ExperimentState.PAUSED,), "activated")
+    exp.state = ExperimentState.ACTIVE
+    for trial in _trials(exp.id, (TrialState.PAUSED,), session):
+        trial.state = TrialState.QUEUED
+    return exp
+
+
+def kill(exp_id: int, *, session: Session) -> orm.Experiment:
+    exp = get(exp_id, session=session)
+    if exp.state == ExperimentState.CANCELED:
+        return exp
+    _require_state(exp, (ExperimentState.ACTIVE, ExperimentState.PAUSED), "killed")
+    exp.state = ExperimentState.CANCELED
+    exp.ended_at = utcnow()
+    # Trials not holding slots end now; running ones are terminated by the orchestrator.
+    for trial in _trials(exp.id, (TrialState.QUEUED, TrialState.PAUSED), session):
+        trial.state = TrialState.CANCELED
+        trial.ended_at = utcnow()
+    return exp
+
+
+def _trials(exp_id: int, states: tuple[TrialState, ...], session: Session) -> list[orm.Trial]:
+    return list(
+        session.scalars(
+            select(orm.Trial).where(orm.Trial.experiment_id == exp_id, orm.Trial.state.in_(states))
+        )
+    )

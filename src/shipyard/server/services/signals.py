@@ -1,0 +1,47 @@
+"""Wakes trial long-polls (preempt/stop) the moment the master changes a trial's flags.
+
+The flags themselves live in the trials table; this hub only carries "look again" from
+the orchestrator thread to the asyncio handlers waiting on /trials/{id}/signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+
+class SignalHub:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._versions: dict[int, int] = {}
+        self._events: dict[int, asyncio.Event] = {}
+        self._lock = threading.Lock()
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def version(self, trial_id: int) -> int:
+        with self._lock:
+            return self._versions.get(trial_id, 0)
+
+    def bump(self, trial_id: int) -> None:
+        """Thread-safe: called from the orchestrator when a trial's flags changed."""
+        with self._lock:
+            self._versions[trial_id] = self._versions.get(trial_id, 0) + 1
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake, trial_id)
+
+    def _wake(self, trial_id: int) -> None:
+        event = self._events.pop(trial_id, None)
+        if event is not None:
+            event.set()
+
+    async def wait(self, trial_id: int, known_version: int, timeout: float) -> None:
+        """Return when the trial's version differs from known_version, or after timeout."""
+        if self.version(trial_id) != known_version:
+            return
+        event = self._events.setdefault(trial_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            pass

@@ -1,0 +1,135 @@
+"""ORM rows -> API bodies (common/api.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shipyard.common import api
+from shipyard.server import orm
+from shipyard.server.services import metrics
+
+
+def _searcher(exp: orm.Experiment) -> dict:
+    return exp.config.get("searcher", {})
+
+
+def _pick_best(values: list[float | None], smaller_is_better: bool) -> float | None:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return min(present) if smaller_is_better else max(present)
+
+
+def trial_summaries(
+    exp: orm.Experiment, trials: list[orm.Trial], *, session: Session, detail: bool = False
+) -> list[api.TrialSummary] | list[api.TrialDetail]:
+    searcher = _searcher(exp)
+    metric = searcher.get("metric")
+    smaller = searcher.get("smaller_is_better", True)
+    sums = metrics.summaries([t.id for t in trials], smaller_is_better=smaller, session=session)
+    out = []
+    for t in trials:
+        own = sums.get(t.id, [])
+        searcher_sum = next((m for m in own if m.name == metric and m.group == "validation"), None)
+        fields = dict(
+            id=t.id,
+            experiment_id=t.experiment_id,
+            request_id=t.request_id,
+            state=t.state,
+            hparams=t.hparams,
+            restarts=t.restarts,
+            run_id=t.run_id,
+            steps_completed=t.steps_completed,
+            searcher_metric=metric,
+            best_validation=searcher_sum.best if searcher_sum else None,
+            latest_validation=searcher_sum.last if searcher_sum else None,
+            latest_checkpoint=t.latest_checkpoint,
+            slots=list(t.slots or []),
+            started_at=t.started_at,
+            ended_at=t.ended_at,
+        )
+        out.append(
+            api.TrialDetail(
+                **fields,
+                workspace=_workspace_name(t.workspace_id, session),
+                seed=t.seed,
+                exit_reason=t.exit_reason,
+                metrics=own,
+            )
+            if detail
+            else api.TrialSummary(**fields)
+        )
+    return out
+
+
+def _workspace_name(workspace_id: int, session: Session) -> str:
+    return session.scalar(select(orm.Workspace.name).where(orm.Workspace.id == workspace_id)) or ""
+
+
+def experiment_summary(
+    exp: orm.Experiment, trials: list[api.TrialSummary], *, session: Session
+) -> dict:
+    searcher = _searcher(exp)
+    smaller = searcher.get("smaller_is_better", True)
+    best = _pick_best([t.best_validation for t in trials], smaller)
+    best_trial = next(
+        (t.id for t in trials if best is not None and t.best_validation == best), None
+    )
+    return dict(
+        id=exp.id,
+        name=exp.name,
+        description=exp.description,
+        labels=exp.labels or [],
+        workspace=_workspace_name(exp.workspace_id, session),
+        project=exp.project,
+        state=exp.state,
+        searcher=searcher.get("name", ""),
+        metric=searcher.get("metric", ""),
+        smaller_is_better=smaller,
+        progress=exp.progress,
+        num_trials=len(trials),
+        trial_states=dict(Counter(t.state.value for t in trials)),
+        best_validation=best,
+        best_trial_id=best_trial,
+        created_at=exp.created_at,
+        ended_at=exp.ended_at,
+    )
+
+
+def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[api.TrialSummary]:
+    rows = list(
+        session.scalars(
+            select(orm.Trial).where(orm.Trial.experiment_id == exp.id).order_by(orm.Trial.id)
+        )
+    )
+    return trial_summaries(exp, rows, session=session)
+
+
+def experiment_detail(exp: orm.Experiment, *, session: Session) -> api.ExperimentDetail:
+    trials = experiment_trials(exp, session=session)
+    return api.ExperimentDetail(
+        **experiment_summary(exp, trials, session=session),
+        config=exp.config,
+        context_id=exp.context_id,
+        trials=trials,
+    )
+
+
+def checkpoint_info(ckpt: orm.Checkpoint, validation: float | None) -> api.CheckpointInfo:
+    return api.CheckpointInfo(
+        uuid=ckpt.uuid,
+        experiment_id=ckpt.experiment_id,
+        trial_id=ckpt.trial_id,
+        run_id=ckpt.run_id,
+        steps_completed=ckpt.steps_completed,
+        state=ckpt.state,
+        metadata=ckpt.meta or {},
+        resources=ckpt.resources or {},
+        size=ckpt.size,
+        storage_path=ckpt.storage_path,
+        created_at=ckpt.created_at,
+        validation=validation,
+    )

@@ -1,0 +1,36 @@
+"""The master's one Settings object (environment prefix SHIPYARD_)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SHIPYARD_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".shipyard")
+    host: str = "127.0.0.1"
+    port: int = 8080
+    db_url: str | None = None  # default: SQLite file in home
+    slots: int | None = None  # CPU slots when no GPU is found; default: one per core
+    backend: str = "local"
+    max_context_mb: int = 96
+    preempt_timeout_s: float = 60.0  # a trial asked to stop is killed after this long
+    kill_grace_s: float = 10.0
+    poll_interval_s: float = 1.0
+
+    @property
+    def database_url(self) -> str:
+        return self.db_url or f"sqlite:///{self.home / 'shipyard.db'}"
+
+    @property
+    def master_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def ensure_dirs(self) -> None:
+        for sub in ("contexts", "trials", "logs", "checkpoints", "experiments"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,110 @@
+"""Turns a scheduled trial into a TrialLaunchSpec: working dir, environment, argv."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from shipyard.backends.base import Slot, TrialLaunchSpec
+from shipyard.server import orm
+from shipyard.server.services.contexts import unpack_context
+from shipyard.server.settings import Settings
+
+
+def entrypoint_argv(entrypoint: str | list[str]) -> list[str]:
+    return shlex.split(entrypoint) if isinstance(entrypoint, str) else list(entrypoint)
+
+
+def _experiment_config_file(settings: Settings, exp: orm.Experiment) -> Path:
+    path = settings.home / "experiments" / str(exp.id) / "config.json"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(exp.config))
+        os.replace(tmp, path)
+    return path
+
+
+def _workdir(settings: Settings, exp: orm.Experiment, trial: orm.Trial) -> Path:
+    """The unpacked context, made once per trial: a restart keeps the files it wrote."""
+    workdir = settings.home / "trials" / str(trial.id)
+    marker = workdir / ".shipyard-context"
+    if not marker.exists():
+        if exp.context_id:
+            unpack_context(settings.home, exp.context_id, workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        _bind_mounts(exp.config.get("bind_mounts") or [], workdir)
+        marker.write_text(exp.context_id or "")
+    return workdir
+
+
+def _bind_mounts(mounts: list[dict], workdir: Path) -> None:
+    """Processes share the host's file system: a relative container_path becomes a link
+    in the working dir; an absolute one equal to host_path needs nothing."""
+    for mount in mounts:
+        target = Path(mount["container_path"])
+        if not target.is_absolute():
+            link = workdir / target
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.exists():
+                link.symlink_to(mount["host_path"])
+
+
+def _base_env() -> dict[str, str]:
+    # The master's own settings (database URL, home) are not the trial's business.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIPYARD_")}
+    bin_dir = os.path.dirname(sys.executable)
+    env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def build_spec(
+    settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
+) -> TrialLaunchSpec:
+    config = exp.config
+    env = _base_env()
+    env.update(
+        {
+            str(k): str(v)
+            for k, v in (config.get("environment", {}).get("environment_variables") or {}).items()
+        }
+    )
+    searcher = config.get("searcher", {})
+    max_length = searcher.get("max_length")
+    env.update(
+        {
+            "SHIPYARD_MASTER": settings.master_url,
+            "SHIPYARD_TRIAL_ID": str(trial.id),
+            "SHIPYARD_EXPERIMENT_ID": str(exp.id),
+            "SHIPYARD_RUN_ID": str(trial.run_id),
+            "SHIPYARD_HPARAMS": json.dumps(trial.hparams),
+            "SHIPYARD_TRIAL_SEED": str(trial.seed),
+            "SHIPYARD_LATEST_CHECKPOINT": trial.latest_checkpoint or "",
+            "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(
+                {"type": "shared_fs", "base_path": exp.checkpoint_base}
+            ),
+            "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
+            "SHIPYARD_SEARCHER_METRIC": searcher.get("metric") or "",
+            "SHIPYARD_SEARCHER_MAX_LENGTH": "" if max_length is None else str(max_length),
+            "SHIPYARD_SLOT_IDS": ",".join(s.id for s in slots),
+            "SHIPYARD_RANK": "0",
+            "SHIPYARD_LOCAL_RANK": "0",
+            "SHIPYARD_SIZE": "1",
+        }
+    )
+    log_path = settings.home / "logs" / f"trial-{trial.id}-run-{trial.run_id}.log"
+    image = config.get("environment", {}).get("image")
+    return TrialLaunchSpec(
+        trial_id=trial.id,
+        run_id=trial.run_id,
+        argv=entrypoint_argv(config["entrypoint"]),
+        env=env,
+        workdir=str(_workdir(settings, exp, trial)),
+        slots=slots,
+        image=image if isinstance(image, str) else None,
+        log_path=str(log_path),
+    )

@@ -1,0 +1,263 @@
+"""Trial supervisor: launches scheduled trials, notices exits, restarts or ends trials,
+carries pause/kill to running trials, and collects their output."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, Slot
+from shipyard.common.states import ExperimentState, TrialState
+from shipyard.search import ExitReason
+from shipyard.server import orm
+from shipyard.server.db import Database
+from shipyard.server.orm import utcnow
+from shipyard.server.services import checkpoint_gc, logs, searching
+from shipyard.server.services.signals import SignalHub
+from shipyard.server.settings import Settings
+from shipyard.server.workers import scheduler
+from shipyard.server.workers.launcher import build_spec
+
+log = logging.getLogger(__name__)
+
+_HOLDING = (TrialState.STARTING, TrialState.RUNNING)
+
+
+def _describe_exit(state: RunState) -> str:
+    if state.status == RunStatus.LOST:
+        return "the trial's process was lost (no exit code)"
+    code = state.exit_code
+    if code is not None and code < 0:
+        return f"killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, db: Database, backend: Backend, hub: SignalHub) -> None:
+        self.settings = settings
+        self.db = db
+        self.backend = backend
+        self.hub = hub
+        self.slots = {s.id: s for s in backend.capacity()}
+        self.handles: dict[int, Handle] = {}
+        self.offsets: dict[int, int] = {}
+        self.terminating: set[int] = set()
+        self._last_logs = 0.0
+
+    # -- after a master restart ------------------------------------------------------
+
+    def recover(self) -> None:
+        """Re-attach to every trial the database says is running, before scheduling."""
+        with self.db.write() as s:
+            for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(_HOLDING))):
+                handle = self.backend.recover(trial.handle) if trial.handle else None
+                if handle is None:
+                    log.warning("trial %s was not found after the restart; requeued", trial.id)
+                    trial.state = TrialState.QUEUED
+                    trial.slots = []
+                    trial.handle = None
+                    trial.exit_reason = (
+                        "lost while the master was down; resumed from its checkpoint"
+                    )
+                    continue
+                trial.state = TrialState.RUNNING
+                self.handles[trial.id] = handle
+                self.offsets[trial.id] = trial.log_offset
+
+    # -- launching ------------------------------------------------------------------------
+
+    def schedule(self) -> int:
+        with self.db.read() as s:
+            has_queued = s.scalar(
+                select(orm.Trial.id).where(orm.Trial.state == TrialState.QUEUED).limit(1)
+            )
+        if has_queued is None:
+            return 0
+        launches = []
+        with self.db.write() as s:
+            holding = list(s.scalars(select(orm.Trial).where(orm.Trial.state.in_(_HOLDING))))
+            busy = {slot for t in holding for slot in t.slots or []}
+            used: dict[int, int] = {}
+            for t in holding:
+                used[t.experiment_id] = used.get(t.experiment_id, 0) + len(t.slots or [])
+            free = [slot for sid, slot in self.slots.items() if sid not in busy]
+            if not free:
+                return 0
+            rows = s.execute(
+                select(orm.Trial, orm.Experiment)
+                .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
+                .where(
+                    orm.Trial.state == TrialState.QUEUED,
+                    orm.Experiment.state == ExperimentState.ACTIVE,
+                )
+            ).all()
+            requests = [
+                scheduler.Request(
+                    trial_id=t.id,
+                    experiment_id=e.id,
+                    priority=e.priority,
+                    slots_needed=e.config["resources"]["slots_per_trial"],
+                    max_slots=e.config["resources"].get("max_slots"),
+                )
+                for t, e in rows
+            ]
+            placed = scheduler.assign(requests, free, used)
+            for trial, exp in rows:
+                if trial.id not in placed:
+                    continue
+                trial.state = TrialState.STARTING
+                trial.slots = [slot.id for slot in placed[trial.id]]
+                trial.run_id += 1
+                trial.log_offset = 0
+                trial.log_lines = 0
+                trial.preempt_requested = False
+                trial.preempt_deadline = None
+                trial.started_at = trial.started_at or utcnow()
+                launches.append((trial, exp, placed[trial.id]))
+        started = []
+        for trial, exp, slots in launches:
+            started.append((trial.id, self._launch(trial, exp, slots)))
+        with self.db.write() as s:
+            for trial_id, handle in started:
+                trial = s.get(orm.Trial, trial_id)
+                if handle is None:
+                    continue
+                trial.handle = handle.data
+                if trial.state == TrialState.STARTING:
+                    trial.state = TrialState.RUNNING
+        return len(launches)
+
+    def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
+        try:
+            handle = self.backend.launch(build_spec(self.settings, exp, trial, slots))
+        except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
+            log.exception("launching trial %s failed", trial.id)
+            self._on_exit(trial.id, RunState(RunStatus.LOST), reason=f"launch failed: {exc}")
+            return None
+        self.handles[trial.id] = handle
+        self.offsets[trial.id] = 0
+        return handle
+
+    # -- exits ----------------------------------------------------------------------------
+
+    def reap(self) -> int:
+        ended = 0
+        for trial_id, handle in list(self.handles.items()):
+            state = self.backend.poll(handle)
+            if state.status != RunStatus.RUNNING:
+                self._on_exit(trial_id, state)
+                ended += 1
+        return ended
+
+    def _on_exit(self, trial_id: int, state: RunState, reason: str | None = None) -> None:
+        handle = self.handles.pop(trial_id, None)
+        if handle is not None:
+            self._collect(trial_id, handle, final=True)
+        self.offsets.pop(trial_id, None)
+        self.terminating.discard(trial_id)
+        reason = reason or _describe_exit(state)
+        ended = False
+        with self.db.write() as s:
+            trial = s.get(orm.Trial, trial_id)
+            exp = s.get(orm.Experiment, trial.experiment_id)
+            trial.handle = None
+            trial.slots = []
+            max_restarts = exp.config.get("max_restarts", 5)
+            if ExperimentState(exp.state) == ExperimentState.CANCELED:
+                trial.state = TrialState.CANCELED
+                trial.exit_reason = "the experiment was killed"
+                s.add(searching.exit_event(trial, ExitReason.CANCELED))
+            elif trial.preempt_requested:
+                trial.preempt_requested = False
+                trial.preempt_deadline = None
+                paused = ExperimentState(exp.state) == ExperimentState.PAUSED
+                trial.state = TrialState.PAUSED if paused else TrialState.QUEUED
+            elif state.status == RunStatus.EXITED and state.exit_code == 0:
+                trial.state = TrialState.STOPPED if trial.stop_requested else TrialState.COMPLETED
+                reason_enum = ExitReason.STOPPED if trial.stop_requested else ExitReason.COMPLETED
+                trial.exit_reason = None
+                s.add(searching.exit_event(trial, reason_enum))
+            elif trial.restarts < max_restarts:
+                trial.restarts += 1
+                trial.state = TrialState.QUEUED
+                trial.exit_reason = f"{reason}; restart {trial.restarts} of {max_restarts}"
+            else:
+                trial.state = TrialState.ERRORED
+                trial.exit_reason = f"{reason}; no restarts left (max_restarts: {max_restarts})"
+                s.add(searching.exit_event(trial, ExitReason.ERRORED))
+            if TrialState(trial.state).terminal:
+                trial.ended_at = utcnow()
+                ended = True
+            exp_id = exp.id
+        if ended:
+            checkpoint_gc.collect(self.db, exp_id)
+
+    # -- pause, kill, preemption timeouts ---------------------------------------------------
+
+    def enforce(self) -> None:
+        if not self.handles:
+            return
+        now = utcnow()
+        to_wake: list[int] = []
+        to_kill: list[int] = []
+        with self.db.read() as s:
+            rows = s.execute(
+                select(orm.Trial, orm.Experiment.state)
+                .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
+                .where(orm.Trial.id.in_(list(self.handles)))
+            ).all()
+        needs_flag = []
+        for trial, exp_state in rows:
+            if ExperimentState(exp_state) == ExperimentState.CANCELED:
+                to_kill.append(trial.id)
+            elif (
+                ExperimentState(exp_state) == ExperimentState.PAUSED and not trial.preempt_requested
+            ):
+                needs_flag.append(trial.id)
+            elif (
+                trial.preempt_deadline is not None
+                and trial.preempt_deadline.replace(tzinfo=now.tzinfo) < now
+            ):
+                to_kill.append(trial.id)
+        if needs_flag:
+            deadline = now + timedelta(seconds=self.settings.preempt_timeout_s)
+            with self.db.write() as s:
+                for trial_id in needs_flag:
+                    trial = s.get(orm.Trial, trial_id)
+                    trial.preempt_requested = True
+                    trial.preempt_deadline = deadline
+            to_wake += needs_flag
+        for trial_id in to_wake:
+            self.hub.bump(trial_id)
+        for trial_id in to_kill:
+            if trial_id not in self.terminating and trial_id in self.handles:
+                self.terminating.add(trial_id)
+                self.backend.terminate(self.handles[trial_id], self.settings.kill_grace_s)
+
+    # -- output -----------------------------------------------------------------------------
+
+    def collect_logs(self, min_interval_s: float = 0.5) -> None:
+        if time.monotonic() - self._last_logs < min_interval_s:
+            return
+        self._last_logs = time.monotonic()
+        for trial_id, handle in list(self.handles.items()):
+            self._collect(trial_id, handle)
+
+    def _collect(self, trial_id: int, handle: Handle, final: bool = False) -> None:
+        if not isinstance(self.backend, LogSource):
+            return
+        offset = self.offsets.get(trial_id, 0)
+        chunk, new_offset = self.backend.read_output(handle, offset, final=final)
+        if not chunk:
+            return
+        with self.db.write() as s:
+            logs.append(s.get(orm.Trial, trial_id), chunk, new_offset, session=s)
+        self.offsets[trial_id] = new_offset
+
+    def shutdown(self) -> None:
+        """Flush output of running trials; they keep running and are re-attached later."""
+        for trial_id, handle in list(self.handles.items()):
+            self._collect(trial_id, handle)

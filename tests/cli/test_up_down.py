@@ -1,0 +1,61 @@
+"""`shipyard up` / `status` / `down` against a real master process on a free port."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def stop_leftover_master(private_home):
+    """If a test fails half-way, stop the master it started (by the pid it recorded)."""
+    yield
+    record = private_home / "master.json"
+    if record.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError, KeyError):
+            os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
+
+
+def test_up_status_down(shipyard, free_port, private_home, stop_leftover_master):
+    started = shipyard("up", "--port", free_port, "--slots", "2")
+    assert started.exit_code == 0, started.output
+    url = f"http://127.0.0.1:{free_port}"
+    assert f"running at {url}" in started.stdout
+    record = json.loads((private_home / "master.json").read_text())
+    assert record["url"] == url and record["port"] == free_port
+
+    again = shipyard("up", "--port", free_port)
+    assert again.exit_code == 0
+    assert "already answers" in again.stdout
+
+    status = shipyard("status", "--json")
+    assert status.exit_code == 0, status.output
+    info = json.loads(status.stdout)
+    assert info["url"] == url
+    assert [slot["id"] for slot in info["slots"]] == ["cpu0", "cpu1"]
+
+    stopped = shipyard("down")
+    assert stopped.exit_code == 0
+    assert f"stopped the master (pid {record['pid']})" in stopped.stdout
+    assert not (private_home / "master.json").exists()
+    assert shipyard("status").exit_code == 1
+
+
+def test_up_on_a_busy_port_shows_why_the_master_stopped(shipyard, private_home):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = shipyard("up", "--port", port)
+    assert result.exit_code == 1
+    assert "the master exited" in result.stderr
+    assert "master.log" in result.stderr
+    assert "already in use" in result.stderr
+    assert not (private_home / "master.json").exists()

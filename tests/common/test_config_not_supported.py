@@ -1,0 +1,118 @@
+"""Determined settings Shipyard parses but does not run yet are refused with NotSupportedYet,
+and only when nothing else is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from shipyard.common.config import load_config, load_config_file
+from shipyard.common.errors import ConfigError, NotSupportedYet
+from tests.common.conftest import CONFIGS, config_error, detail_at
+
+HEAD = "entrypoint: python3 train.py\n"
+SINGLE = HEAD + "searcher: {name: single, metric: loss}\n"
+
+
+def test_determined_adaptive_asha_config_is_not_supported_yet():
+    error = config_error(load_config_file, CONFIGS / "adaptive.yaml")
+    assert isinstance(error, NotSupportedYet)
+    assert error.message.startswith(
+        "adaptive.yaml: searcher.name: adaptive_asha is not supported yet"
+    )
+    detail = detail_at(error, "searcher.name")
+    assert detail["line"] == 25
+
+
+@pytest.mark.parametrize(
+    "searcher",
+    [
+        "{name: adaptive_asha, metric: l, max_trials: 4, max_length: 100, mode: aggressive}",
+        "{name: adaptive, metric: l, max_length: {batches: 100}, budget: {batches: 1000}}",
+        "{name: adaptive_simple, metric: l, max_trials: 4, max_length: 100}",
+        "{name: pbt, metric: l, population_size: 4, num_rounds: 2, length_per_round: 100,"
+        " replace_function: {truncate_fraction: 0.2},"
+        " explore_function: {resample_probability: 0.2, perturb_factor: 0.2}}",
+        "{name: custom, metric: l, unit: batches}",
+    ],
+)
+def test_other_searchers_parse_then_are_refused(searcher):
+    error = config_error(load_config, HEAD + f"searcher: {searcher}\n")
+    assert isinstance(error, NotSupportedYet)
+    assert "is not supported yet" in detail_at(error, "searcher.name")["message"]
+
+
+def test_unsupported_searcher_fields_are_still_validated():
+    error = config_error(
+        load_config,
+        HEAD + "searcher: {name: adaptive_asha, metric: l, max_trials: 4, mode: wild}\n",
+    )
+    assert type(error) is ConfigError  # a real mistake, not a missing feature
+    assert (
+        "'aggressive', 'standard' or 'conservative'" in detail_at(error, "searcher.mode")["message"]
+    )
+    error = config_error(
+        load_config, HEAD + "searcher: {name: adaptive_asha, metric: l, max_trials: 4}\n"
+    )
+    assert type(error) is ConfigError
+    assert "needs max_length" in detail_at(error, "searcher")["message"]
+
+
+def test_trial_api_entrypoint_explains_the_way_out():
+    error = config_error(
+        load_config, "entrypoint: model_def:MNistTrial\nsearcher: {name: single, metric: l}\n"
+    )
+    assert isinstance(error, NotSupportedYet)
+    message = detail_at(error, "entrypoint")["message"]
+    assert "not supported yet" in message
+    assert "Core API" in message and "wrap the trial in a script" in message
+
+
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [
+        ("resources: {weight: 2}\n", "resources.weight"),
+        ("resources: {shm_size: 4294967296}\n", "resources.shm_size"),
+        ("environment: {force_pull_image: true}\n", "environment.force_pull_image"),
+        ("environment: {pod_spec: {kind: Pod}}\n", "environment.pod_spec"),
+        ("environment: {add_capabilities: [SYS_ADMIN]}\n", "environment.add_capabilities"),
+        ("checkpoint_policy: all\n", "checkpoint_policy"),
+        ("checkpoint_storage: {type: s3, bucket: ckpts}\n", "checkpoint_storage.type"),
+        ("profiling: {enabled: true}\n", "profiling.enabled"),
+        ("optimizations: {aggregation_frequency: 4}\n", "optimizations.aggregation_frequency"),
+        ("debug: true\n", "debug"),
+        ("slurm: {gpu_type: a100}\n", "slurm"),
+        (
+            "searcher: {name: single, metric: loss, source_trial_id: 7}\n",
+            "searcher.source_trial_id",
+        ),
+    ],
+)
+def test_non_default_unsupported_settings_name_the_field(extra, path):
+    base = HEAD if extra.startswith("searcher") else SINGLE
+    error = config_error(load_config, base + extra)
+    assert isinstance(error, NotSupportedYet)
+    assert "not supported yet" in detail_at(error, path)["message"]
+
+
+def test_unsupported_settings_at_determined_defaults_are_accepted():
+    cfg = load_config(
+        SINGLE
+        + "profiling: {enabled: false, begin_on_batch: 0}\n"
+        + "optimizations: {mixed_precision: O0, aggregation_frequency: 1}\n"
+        + "debug: false\nscheduling_unit: 100\nresources: {weight: 1, shm_size: null}\n"
+        + "checkpoint_policy: best\nenvironment: {force_pull_image: false, pod_spec: null}\n"
+    )
+    assert cfg.checkpoint_policy == "best"
+
+
+def test_several_unsupported_settings_are_listed_together():
+    error = config_error(load_config, SINGLE + "debug: true\nresources: {weight: 3}\n")
+    assert isinstance(error, NotSupportedYet)
+    assert len(error.details) == 2
+    assert "not supported yet" in error.message
+
+
+def test_a_real_error_among_unsupported_ones_makes_a_plain_config_error():
+    error = config_error(load_config, SINGLE + "debug: true\nmax_restarts: many\n")
+    assert type(error) is ConfigError
+    assert {d["path"] for d in error.details} == {"debug", "max_restarts"}

@@ -1,0 +1,3 @@
+"""Session-wide test plugins. Fixtures live in tests/fixtures/, one concern a module."""
+
+pytest_plugins = ["tests.fixtures.postgres"]

@@ -1,0 +1,153 @@
+"""A real master in a subprocess, on a free port with a throwaway home, for tests."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import httpx
+
+TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def make_context(directory: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path in sorted(directory.rglob("*")):
+            if "__pycache__" in path.parts or path.name == "checkpoints":
+                continue
+            tar.add(path, arcname=str(path.relative_to(directory)), recursive=False)
+    return buf.getvalue()
+
+
+class Master:
+    def __init__(self, home: Path, slots: int = 2, db_url: str | None = None) -> None:
+        self.home = home
+        self.slots = slots
+        self.db_url = db_url
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+        self.http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
+
+    def start(self) -> Master:
+        env = dict(os.environ)
+        env.pop("SHIPYARD_MASTER", None)
+        if self.db_url:
+            env["SHIPYARD_DB_URL"] = self.db_url
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.home / "master-test.log", "ab")  # noqa: SIM115 - kept open while running
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "shipyard.server",
+                "--port",
+                str(self.port),
+                "--home",
+                str(self.home),
+                "--slots",
+                str(self.slots),
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"master exited: {(self.home / 'master-test.log').read_text()}")
+            try:
+                if self.http.get("/master").status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("master did not answer within 30 s")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def kill9(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    # -- API shortcuts ----------------------------------------------------------------
+
+    def upload(self, context_dir: Path) -> str:
+        r = self.http.post(
+            "/contexts",
+            content=make_context(context_dir),
+            headers={"content-type": "application/gzip"},
+        )
+        r.raise_for_status()
+        return r.json()["id"]
+
+    def post_experiment(self, config_yaml: str, context_dir: Path | None) -> httpx.Response:
+        context_id = self.upload(context_dir) if context_dir is not None else None
+        return self.http.post(
+            "/experiments", json={"config_yaml": config_yaml, "context_id": context_id}
+        )
+
+    def create(self, config_yaml: str, context_dir: Path | None) -> dict:
+        r = self.post_experiment(config_yaml, context_dir)
+        assert r.status_code == 201, r.text
+        return r.json()
+
+    def experiment(self, exp_id: int) -> dict:
+        r = self.http.get(f"/experiments/{exp_id}")
+        r.raise_for_status()
+        return r.json()
+
+    def wait(self, exp_id: int, timeout: float = 120, states=TERMINAL) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            exp = self.experiment(exp_id)
+            if exp["state"] in states:
+                return exp
+            time.sleep(0.1)
+        raise AssertionError(f"experiment {exp_id} still {exp['state']} after {timeout} s: {exp}")
+
+    def wait_for(self, predicate, timeout: float = 60, what: str = "condition"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def trial(self, trial_id: int) -> dict:
+        r = self.http.get(f"/trials/{trial_id}")
+        r.raise_for_status()
+        return r.json()
+
+    def metrics(self, trial_id: int, group: str, name: str) -> list[tuple[int, float]]:
+        r = self.http.get(f"/trials/{trial_id}/metrics", params={"group": group, "name": name})
+        r.raise_for_status()
+        series = r.json()
+        return [(p["steps_completed"], p["value"]) for s in series for p in s["points"]]
+
+    def logs(self, trial_id: int) -> list[str]:
+        out, after = [], 0
+        while True:
+            page = self.http.get(f"/trials/{trial_id}/logs", params={"after": after}).json()
+            out += [line["text"] for line in page["lines"]]
+            if not page["lines"]:
+                return out
+            after = page["next_after"]

@@ -1,0 +1,189 @@
+"""The REST API's contract: bad input gets a 4xx that says what was wrong, never a 500."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.master import Master
+
+CODE = Path(__file__).parent / "trial_code"
+GOOD = """
+name: api
+entrypoint: python3 steps.py
+hyperparameters: {steps: 3}
+searcher: {name: single, metric: val_loss}
+"""
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory):
+    """One master for these tests: each works on experiments of its own."""
+    m = Master(tmp_path_factory.mktemp("api") / "home").start()
+    yield m
+    m.stop()
+
+
+def test_openapi_has_stable_operation_ids(master):
+    schema = master.http.get(f"{master.url}/openapi.json").json()
+    ids = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
+    for expected in (
+        "get_master",
+        "list_slots",
+        "upload_context",
+        "create_experiment",
+        "list_experiments",
+        "get_experiment",
+        "pause_experiment",
+        "activate_experiment",
+        "kill_experiment",
+        "get_trial",
+        "get_trial_logs",
+        "get_trial_metrics",
+        "report_trial_metrics",
+        "report_checkpoint",
+        "get_trial_signals",
+        "get_checkpoint",
+        "download_checkpoint",
+    ):
+        assert expected in ids
+
+
+def test_unknown_ids_are_404_with_a_message(master):
+    for path in ("/experiments/999", "/trials/999", "/checkpoints/nope", "/trials/999/logs"):
+        r = master.http.get(path)
+        assert r.status_code == 404, path
+        assert "does not exist" in r.json()["error"]["message"]
+    r = master.http.post("/experiments/999/kill")
+    assert r.status_code == 404
+
+
+def test_invalid_config_is_422_with_the_field_path(master):
+    bad = GOOD.replace("metric: val_loss", "metric: val_loss, max_trails: 3")
+    r = master.http.post("/experiments", json={"config_yaml": bad})
+    assert r.status_code == 422
+    detail = r.json()["error"]["details"][0]
+    assert detail["path"] == "searcher.max_trails"
+    count = len(master.http.get("/experiments").json())
+    assert master.http.post("/experiments", json={"config_yaml": bad}).status_code == 422
+    assert len(master.http.get("/experiments").json()) == count  # nothing stored
+
+
+def test_missing_entrypoint_file_is_refused(master):
+    ctx = master.http.post("/contexts", content=_tar({"other.py": b"print(1)"})).json()
+    r = master.http.post("/experiments", json={"config_yaml": GOOD, "context_id": ctx["id"]})
+    assert r.status_code == 422
+    assert "steps.py" in r.text
+
+
+def test_too_many_slots_is_refused(master):
+    bad = GOOD + "resources: {slots_per_trial: 64}\n"
+    r = master.post_experiment(bad, CODE)
+    assert r.status_code == 422
+    assert r.json()["error"]["details"][0]["path"] == "resources.slots_per_trial"
+
+
+def test_context_that_is_not_an_archive_is_400(master):
+    r = master.http.post("/contexts", content=b"not a tar")
+    assert r.status_code == 400
+    assert "gzip" in r.json()["error"]["message"]
+
+
+def test_state_conflicts_are_409(master):
+    exp = master.create(GOOD, CODE)
+    master.wait(exp["id"])
+    r = master.http.post(f"/experiments/{exp['id']}/pause")
+    assert r.status_code == 409
+    assert "COMPLETED" in r.json()["error"]["message"]
+
+
+def _running_trial(master) -> tuple[int, int]:
+    exp = master.create(GOOD.replace("steps: 3", "steps: 100000, sleep: 0.05"), CODE)
+    trial_id = exp["trials"][0]["id"]
+    master.wait_for(lambda: master.trial(trial_id)["state"] == "RUNNING", what="launch")
+    return exp["id"], trial_id
+
+
+def test_metrics_resent_for_a_step_keep_one_value(master):
+    exp_id, trial_id = _running_trial(master)
+    body = {
+        "run_id": 1,
+        "reports": [
+            {"group": "validation", "steps_completed": 1, "metrics": {"acc": 0.5}},
+            {"group": "validation", "steps_completed": 2, "metrics": {"acc": 0.7}},
+        ],
+    }
+    assert master.http.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
+    body["reports"][0]["metrics"]["acc"] = 0.6  # a rerun's value for step 1 replaces the first
+    assert master.http.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
+    assert master.metrics(trial_id, "validation", "acc") == [(1, 0.6), (2, 0.7)]
+    summary = next(m for m in master.trial(trial_id)["metrics"] if m["name"] == "acc")
+    assert (summary["count"], summary["min"], summary["max"]) == (2, 0.6, 0.7)
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
+def test_bad_metric_body_is_400(master):
+    exp_id, trial_id = _running_trial(master)
+    r = master.http.post(
+        f"/trials/{trial_id}/metrics",
+        json={
+            "run_id": 1,
+            "reports": [{"group": "training", "steps_completed": -1, "metrics": {}}],
+        },
+    )
+    assert r.status_code == 400
+    assert "steps_completed" in r.json()["error"]["message"]
+    r = master.http.post(
+        f"/trials/{trial_id}/metrics",
+        json={
+            "run_id": 1,
+            "reports": [{"group": "training", "steps_completed": 1, "metrics": {"a": "x"}}],
+        },
+    )
+    assert r.status_code == 400 and "'a'" in r.json()["error"]["message"]
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
+def test_port_in_use_is_a_clear_error(master):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shipyard.server",
+            "--port",
+            str(master.port),
+            "--home",
+            str(master.home),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert f"port {master.port}" in proc.stderr and "already in use" in proc.stderr
+
+
+def test_checkpoint_download_streams_the_files(master, tmp_path):
+    exp = master.create(GOOD.replace("steps: 3", "steps: 5"), CODE)
+    master.wait(exp["id"])
+    ckpts = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
+    assert [c["steps_completed"] for c in ckpts] == [5]
+    r = master.http.get(f"/checkpoints/{ckpts[0]['uuid']}/download")
+    with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
+        names = tar.getnames()
+    assert "state.json" in names and "metadata.json" in names
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -1,0 +1,41 @@
+"""A test trial: counts steps, checkpoints, validates, and misbehaves on request.
+
+hparams: steps, ckpt_every, x, sleep, crash_at (step), crash_runs (runs that crash there),
+hang (never report, sleep forever), silent (exit without reporting).
+"""
+
+import json
+import sys
+import time
+
+import shipyard.core
+
+with shipyard.core.init() as ctx:
+    hp = ctx.info.hparams
+    if hp.get("silent"):
+        print("exiting without a metric")
+        sys.exit(0)
+    start = 0
+    if ctx.info.latest_checkpoint:
+        with ctx.checkpoint.restore_path(ctx.info.latest_checkpoint) as path:
+            start = json.loads((path / "state.json").read_text())["step"]
+        print(f"resumed from step {start}", flush=True)
+    for step in range(start + 1, hp.get("steps", 10) + 1):
+        ctx.train.report_training_metrics(step, {"loss": 1.0 / step, "run": ctx.info.run_id})
+        if step % hp.get("ckpt_every", 5) == 0:
+            with ctx.checkpoint.store_path({"steps_completed": step}) as (path, uuid):
+                (path / "state.json").write_text(json.dumps({"step": step}))
+            ctx.train.report_validation_metrics(
+                step, {"val_loss": hp.get("x", 1.0) ** 2 + 1.0 / step}
+            )
+        if step == hp.get("crash_at") and ctx.info.run_id <= hp.get("crash_runs", 1):
+            print(f"boom at step {step} in run {ctx.info.run_id}", flush=True)
+            sys.exit(3)
+        if ctx.preempt.should_preempt():
+            print(f"preempted at step {step}", flush=True)
+            break
+        if ctx.searcher.should_stop():
+            print(f"stopped by the searcher at step {step}", flush=True)
+            break
+        time.sleep(hp.get("sleep", 0))
+    print("finished", flush=True)
