@@ -1,4 +1,5 @@
-"""JSON over http.client, for the trial side: no httpx, no urllib.request (import time).
+"""JSON over HTTP for the trial side: no httpx, no urllib.request, and http.client only for
+https masters (import time: see _wire.py).
 
 One keep-alive connection per thread (the metric sender and the signal poller each have
 their own). Transport failures and 5xx answers raise MasterUnavailable, which callers retry;
@@ -7,13 +8,13 @@ their own). Transport failures and 5xx answers raise MasterUnavailable, which ca
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 from typing import Any
 from urllib.parse import urlsplit
 
 from shipyard.common.errors import ERRORS_BY_KIND, InvalidRequest, MasterUnavailable, ShipyardError
+from shipyard.core._wire import WireConnection
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -35,17 +36,19 @@ class JsonHttp:
         self._timeout_s = timeout_s
         self._local = threading.local()
 
-    def _connection(self, timeout_s: float) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+    def _connection(self, timeout_s: float) -> Any:
+        conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._scheme == "https":
-                conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s)
+                import http.client
+
+                conn = _HttpsConnection(
+                    http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s)
+                )
             else:
-                conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+                conn = WireConnection(self._host, self._port or 80, timeout=timeout_s)
             self._local.conn = conn
         conn.timeout = timeout_s
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout_s)
         return conn
 
     def _drop_connection(self) -> None:
@@ -69,10 +72,9 @@ class JsonHttp:
         url = f"{self.base_url}{path}"
         try:
             conn = self._connection(self._timeout_s if timeout_s is None else timeout_s)
-            conn.request(method, self._prefix + path, body=payload, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
-        except (OSError, http.client.HTTPException) as exc:
+            response = conn.request(method, self._prefix + path, payload, headers)
+            raw = response.body
+        except (OSError, ValueError) as exc:
             # The connection may be half-dead (master restarted): start a new one next time.
             self._drop_connection()
             raise MasterUnavailable(f"{method} {url} failed: {exc!r}") from exc
@@ -109,3 +111,30 @@ def _typed_error(status: int, answer: Any, raw: bytes, what: str) -> ShipyardErr
         f"{what} answered {status}: {_message(answer, raw)}",
         details if isinstance(details, list) else None,
     )
+
+
+class _HttpsConnection:
+    """http.client behind the same small interface as WireConnection."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self.timeout = conn.timeout
+
+    def request(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Any:
+        import http.client
+
+        from shipyard.core._wire import Response
+
+        self._conn.timeout = self.timeout
+        if self._conn.sock is not None:
+            self._conn.sock.settimeout(self.timeout)
+        try:
+            self._conn.request(method, path, body=body, headers=headers)
+            answer = self._conn.getresponse()
+            raw = answer.read()
+        except http.client.HTTPException as exc:
+            raise OSError(str(exc)) from exc
+        return Response(answer.status, {k.lower(): v for k, v in answer.getheaders()}, raw)
+
+    def close(self) -> None:
+        self._conn.close()

@@ -12,10 +12,11 @@ from shipyard.storage import storage_from_dict
 log = logging.getLogger(__name__)
 
 
-def collect(db: Database, experiment_id: int) -> list[str]:
+def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> list[str]:
+    """Apply retention to one trial's checkpoints, or to the whole experiment's."""
     with db.read() as s:
         exp = s.get(orm.Experiment, experiment_id)
-        doomed = [c.uuid for c in select_for_deletion(exp, session=s)]
+        doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
         base = exp.checkpoint_base
     if not doomed:
         return []

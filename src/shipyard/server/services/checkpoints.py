@@ -72,9 +72,13 @@ def list_for_experiment(exp_id: int, *, session: Session) -> list[api.Checkpoint
     return [info(c, session=session) for c in rows]
 
 
-def select_for_deletion(exp: orm.Experiment, *, session: Session) -> list[orm.Checkpoint]:
-    """Checkpoints the retention policy no longer keeps. The latest checkpoint of a trial
-    that may still run is always kept: it is what the trial resumes from."""
+def select_for_deletion(
+    exp: orm.Experiment, *, trial_id: int | None = None, session: Session
+) -> list[orm.Checkpoint]:
+    """Checkpoints the retention policy no longer keeps, among one trial's (when it ends)
+    or the whole experiment's (when it ends). A trial's own best `save_experiment_best`
+    are kept until the experiment ends, because the experiment's best are among them.
+    The latest checkpoint of a trial that may still run is always kept: it resumes from it."""
     policy = exp.config.get("checkpoint_storage") or {}
     keep_latest = int(policy.get("save_trial_latest", 1))
     keep_best = int(policy.get("save_trial_best", 1))
@@ -82,16 +86,12 @@ def select_for_deletion(exp: orm.Experiment, *, session: Session) -> list[orm.Ch
     searcher = exp.config.get("searcher", {})
     metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
 
-    trials = {
-        t.id: t for t in session.scalars(select(orm.Trial).where(orm.Trial.experiment_id == exp.id))
-    }
-    ckpts = list(
-        session.scalars(
-            select(orm.Checkpoint).where(
-                orm.Checkpoint.experiment_id == exp.id, orm.Checkpoint.state == COMPLETED
-            )
-        )
+    query = select(orm.Checkpoint).where(
+        orm.Checkpoint.experiment_id == exp.id, orm.Checkpoint.state == COMPLETED
     )
+    if trial_id is not None:
+        query = query.where(orm.Checkpoint.trial_id == trial_id)
+    ckpts = list(session.scalars(query))
     scores = {
         c.uuid: metrics.value_at(c.trial_id, metric, c.steps_completed, session=session)
         if metric
@@ -104,13 +104,14 @@ def select_for_deletion(exp: orm.Experiment, *, session: Session) -> list[orm.Ch
         return sorted(scored, key=lambda c: scores[c.uuid] if smaller else -scores[c.uuid])
 
     keep: set[str] = {c.uuid for c in best_first(ckpts)[:keep_exp_best]}
-    for trial_id, trial in trials.items():
-        own = sorted(
-            (c for c in ckpts if c.trial_id == trial_id),
-            key=lambda c: (c.created_at, c.steps_completed),
-        )
-        keep.update(c.uuid for c in own[len(own) - keep_latest :] if keep_latest)
+    by_trial: dict[int, list[orm.Checkpoint]] = {}
+    for c in sorted(ckpts, key=lambda c: (c.created_at, c.steps_completed)):
+        by_trial.setdefault(c.trial_id, []).append(c)
+    for owner, own in by_trial.items():
+        if keep_latest:
+            keep.update(c.uuid for c in own[-keep_latest:])
         keep.update(c.uuid for c in best_first(own)[:keep_best])
+        trial = session.get(orm.Trial, owner)
         if not TrialState(trial.state).terminal and trial.latest_checkpoint:
             keep.add(trial.latest_checkpoint)
     return [c for c in ckpts if c.uuid not in keep]

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from shipyard.common.states import ExperimentState
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import searching
+from shipyard.server.services import checkpoint_gc, searching
 
 
 class ExperimentDriver:
@@ -42,4 +42,6 @@ class ExperimentDriver:
             )
         for exp_id in candidates:
             with self.db.write() as s:
-                searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
+                finished = searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
+            if finished:
+                checkpoint_gc.collect(self.db, exp_id)

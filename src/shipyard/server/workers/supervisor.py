@@ -193,7 +193,7 @@ class Supervisor:
                 ended = True
             exp_id = exp.id
         if ended:
-            checkpoint_gc.collect(self.db, exp_id)
+            checkpoint_gc.collect(self.db, exp_id, trial_id)
 
     # -- pause, kill, preemption timeouts ---------------------------------------------------
 
