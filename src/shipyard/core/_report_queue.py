@@ -1,8 +1,10 @@
 """The queue and sender thread behind ctx.train: reporting returns at once, delivery is batched.
 
 The training thread only validates and enqueues. One daemon thread takes everything queued at
-that moment (so the first report leaves immediately and later ones batch under load) and hands
-the batch to ``deliver``: printing in local mode, a POST to the master otherwise.
+that moment and hands the batch to ``deliver``: printing in local mode, a POST to the master
+otherwise. The first report leaves at once; after a delivery the sender gathers for at least
+``min_interval_s`` before the next one, so a loop reporting every step costs the master a few
+requests a second, not one per step.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -32,6 +35,7 @@ class ReportQueue(ABC):
     """Owns the queue and the sender thread; subclasses say how a batch is delivered."""
 
     thread_name = "shipyard-report-sender"
+    min_interval_s = 0.0  # between two deliveries; a flush or a close never waits for it
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -39,6 +43,7 @@ class ReportQueue(ABC):
         self._start_lock = threading.Lock()
         self._failure: BaseException | None = None
         self._closed = False
+        self._last_delivery = float("-inf")
 
     @abstractmethod
     def deliver(self, reports: list[dict[str, Any]], progress: float | None) -> None:
@@ -117,11 +122,16 @@ class ReportQueue(ABC):
                     reports.append(item)
                 if len(reports) >= MAX_BATCH:
                     break
+                remaining = self._last_delivery + self.min_interval_s - time.monotonic()
                 try:
-                    item = self._queue.get_nowait()
+                    if remaining > 0:
+                        item = self._queue.get(timeout=remaining)
+                    else:
+                        item = self._queue.get_nowait()
                 except queue.Empty:
                     break
             if (reports or progress is not None) and self._failure is None:
+                self._last_delivery = time.monotonic()
                 try:
                     self.deliver(reports, progress)
                 except BaseException as exc:  # kept, and raised on the training thread

@@ -84,6 +84,7 @@ class MasterTrain(_QueuedTrain):
     """Sends each batch to the master; retries while it is unreachable (it may be restarting)."""
 
     thread_name = "shipyard-metric-sender"
+    min_interval_s = 0.2  # at most ~5 requests a second per trial, however fast it reports
 
     def __init__(self, http: JsonHttp, trial_id: int, run_id: int) -> None:
         super().__init__()

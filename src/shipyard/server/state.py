@@ -6,8 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fastapi import Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from shipyard.backends.base import Backend
+from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
@@ -24,6 +27,18 @@ class MasterState:
     orchestrator: Orchestrator
     started_at: datetime
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
+    _metrics_by_experiment: dict[int, str | None] = field(default_factory=dict)
+
+    def searcher_metric(self, experiment_id: int, *, session: Session) -> str | None:
+        """The searcher metric of an experiment (its config never changes: cached)."""
+        if experiment_id not in self._metrics_by_experiment:
+            config = session.scalar(
+                select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
+            )
+            self._metrics_by_experiment[experiment_id] = (
+                (config or {}).get("searcher", {}).get("metric")
+            )
+        return self._metrics_by_experiment[experiment_id]
 
 
 def master(request: Request) -> MasterState:

@@ -17,7 +17,7 @@ from shipyard.server.state import MasterState, master
 router = APIRouter(tags=["trial-side"])
 
 
-def _running(trial: orm.Trial, run_id: Any) -> int:
+def _running(trial: orm.Trial | metrics.ReportingTrial, run_id: Any) -> int:
     if not isinstance(run_id, int) or isinstance(run_id, bool):
         raise InvalidRequest(f"run_id must be an integer, got {run_id!r}")
     if TrialState(trial.state).terminal:
@@ -35,14 +35,13 @@ def report_trial_metrics(
         raise InvalidRequest("reports must be a list")
     woke = False
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
+        trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
-        exp = s.get(orm.Experiment, trial.experiment_id)
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
-        metric = exp.config.get("searcher", {}).get("metric")
+        metric = m.searcher_metric(trial.experiment_id, session=s)
         for v in validations:
             if metric in v["metrics"]:
-                s.add(searching.validation_event(trial, v["metrics"], v["steps_completed"]))
+                searching.record_validation(trial, v["metrics"], v["steps_completed"], session=s)
                 woke = True
     if woke:
         m.orchestrator.wake()

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
-from shipyard.common.errors import Conflict, InvalidRequest
+from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.server import orm
 
 GROUPS = ("training", "validation")
@@ -35,9 +35,7 @@ class MetricKeyCache:
 
 
 def _insert_ignore(session: Session, table, rows: list[dict]) -> None:
-    dialect = session.get_bind().dialect.name
-    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(table).values(rows)
-    session.execute(stmt.on_conflict_do_nothing())
+    session.execute(_dialect_insert(session, table).on_conflict_do_nothing(), rows)
 
 
 def _as_value(name: str, value: Any) -> float | None:
@@ -47,32 +45,48 @@ def _as_value(name: str, value: Any) -> float | None:
     raise InvalidRequest(f"metric {name!r} must be a number, got {type(value).__name__}")
 
 
+class ReportingTrial(NamedTuple):
+    id: int
+    experiment_id: int
+    request_id: str
+    state: str
+    run_id: int
+    steps_completed: int
+
+
+def reporting_trial(trial_id: int, *, session: Session) -> ReportingTrial:
+    """The few fields a metric report needs, without loading the ORM object (hot path)."""
+    t = orm.Trial
+    row = session.execute(
+        select(t.id, t.experiment_id, t.request_id, t.state, t.run_id, t.steps_completed).where(
+            t.id == trial_id
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"trial {trial_id} does not exist")
+    return ReportingTrial(*row)
+
+
 def ingest(
-    trial: orm.Trial, run_id: int, reports: list[dict], *, keys: MetricKeyCache, session: Session
+    trial: ReportingTrial,
+    run_id: int,
+    reports: list[dict],
+    *,
+    keys: MetricKeyCache,
+    session: Session,
 ) -> list[dict]:
-    """Store a batch of reports for one trial; returns the validation reports stored."""
+    """Store a batch of reports for one trial; returns the validation reports stored.
+    Core statements only, each compiled once: this runs for every report of every trial."""
     if run_id > trial.run_id:
         raise Conflict(f"trial {trial.id} has no run {run_id}")
-    rows: dict[tuple[int, int, int], dict] = {}
-    parsed = []
-    for report in reports:
-        group = report.get("group")
-        if group not in GROUPS:
-            raise InvalidRequest(f"metric group must be one of {GROUPS}, got {group!r}")
-        step = report.get("steps_completed")
-        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InvalidRequest(f"steps_completed must be a non-negative integer, got {step!r}")
-        metrics = report.get("metrics")
-        if not isinstance(metrics, dict):
-            raise InvalidRequest("metrics must be an object of name -> number")
-        values = {str(name): _as_value(name, v) for name, v in metrics.items()}
-        parsed.append((group, step, values))
+    parsed = [_parse(report) for report in reports]
     pairs = {(name, group) for group, _, values in parsed for name in values}
     key_ids = keys.ids(pairs, session)
+    rows: dict[tuple[int, int], dict] = {}
     for group, step, values in parsed:
         for name, value in values.items():
             key_id = key_ids[(name, group)]
-            rows[(trial.id, key_id, step)] = {
+            rows[(key_id, step)] = {
                 "trial_id": trial.id,
                 "key_id": key_id,
                 "steps_completed": step,
@@ -80,11 +94,15 @@ def ingest(
                 "run_id": run_id,
             }
     if rows:
-        _upsert_points(session, list(rows.values()))
+        session.execute(_upsert_points_stmt(session), list(rows.values()))
         _update_summaries(session, trial.id, list(rows.values()))
     top = max((step for _, step, _ in parsed), default=0)
     if top > trial.steps_completed:
-        trial.steps_completed = top
+        session.execute(
+            update(orm.Trial)
+            .where(orm.Trial.id == trial.id, orm.Trial.steps_completed < top)
+            .values(steps_completed=top)
+        )
     return [
         {"steps_completed": step, "metrics": values}
         for group, step, values in parsed
@@ -92,66 +110,93 @@ def ingest(
     ]
 
 
-def _upsert_points(session: Session, rows: list[dict]) -> None:
+def _parse(report: Any) -> tuple[str, int, dict[str, float | None]]:
+    if not isinstance(report, dict):
+        raise InvalidRequest("each report must be an object with group, steps_completed, metrics")
+    group = report.get("group")
+    if group not in GROUPS:
+        raise InvalidRequest(f"metric group must be one of {GROUPS}, got {group!r}")
+    step = report.get("steps_completed")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise InvalidRequest(f"steps_completed must be a non-negative integer, got {step!r}")
+    metrics = report.get("metrics")
+    if not isinstance(metrics, dict):
+        raise InvalidRequest("metrics must be an object of name -> number")
+    return group, step, {str(name): _as_value(name, v) for name, v in metrics.items()}
+
+
+def _dialect_insert(session: Session, table):
     dialect = session.get_bind().dialect.name
-    stmt = (postgresql if dialect == "postgresql" else sqlite).insert(orm.MetricPoint).values(rows)
-    stmt = stmt.on_conflict_do_update(
+    return (postgresql if dialect == "postgresql" else sqlite).insert(table)
+
+
+def _upsert_points_stmt(session: Session):
+    stmt = _dialect_insert(session, orm.MetricPoint)
+    return stmt.on_conflict_do_update(
         index_elements=["trial_id", "key_id", "steps_completed"],
         set_={"value": stmt.excluded.value, "run_id": stmt.excluded.run_id},
     )
-    session.execute(stmt)
+
+
+_SUMMARY_FIELDS = ("count", "last", "last_step", "min", "min_step", "max", "max_step")
 
 
 def _update_summaries(session: Session, trial_id: int, rows: list[dict]) -> None:
     by_key: dict[int, list[dict]] = {}
     for row in rows:
         by_key.setdefault(row["key_id"], []).append(row)
+    ms = orm.MetricSummary
     existing = {
-        s.key_id: s
-        for s in session.scalars(
-            select(orm.MetricSummary).where(
-                orm.MetricSummary.trial_id == trial_id, orm.MetricSummary.key_id.in_(by_key)
+        r.key_id: r._asdict()
+        for r in session.execute(
+            select(ms.key_id, *(getattr(ms, f) for f in _SUMMARY_FIELDS)).where(
+                ms.trial_id == trial_id, ms.key_id.in_(list(by_key))
             )
         )
     }
+    out = []
     for key_id, new in by_key.items():
-        summary = existing.get(key_id)
-        if summary is None:
-            summary = orm.MetricSummary(trial_id=trial_id, key_id=key_id, count=0)
-            session.add(summary)
+        summary = existing.get(key_id) or {"key_id": key_id, "count": 0, "last_step": None}
         new.sort(key=lambda r: r["steps_completed"])
-        appends = summary.last_step is None or new[0]["steps_completed"] > summary.last_step
-        if appends:
+        if summary["last_step"] is None or new[0]["steps_completed"] > summary["last_step"]:
             _fold(summary, new)
         else:  # a resent or rerun step replaced a value: recount from the points
-            _recompute(session, summary)
+            _recompute(session, trial_id, summary)
+        out.append(
+            {f: summary.get(f) for f in _SUMMARY_FIELDS} | {"trial_id": trial_id, "key_id": key_id}
+        )
+    stmt = _dialect_insert(session, ms)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["trial_id", "key_id"],
+        set_={f: getattr(stmt.excluded, f) for f in _SUMMARY_FIELDS},
+    )
+    session.execute(stmt, out)
 
 
-def _fold(summary: orm.MetricSummary, rows: list[dict]) -> None:
+def _fold(summary: dict, rows: list[dict]) -> None:
     for row in rows:
         value, step = row["value"], row["steps_completed"]
-        summary.count = (summary.count or 0) + 1
-        summary.last, summary.last_step = value, step
+        summary["count"] = (summary.get("count") or 0) + 1
+        summary["last"], summary["last_step"] = value, step
         if value is None:
             continue
-        if summary.min is None or value < summary.min:
-            summary.min, summary.min_step = value, step
-        if summary.max is None or value > summary.max:
-            summary.max, summary.max_step = value, step
+        if summary.get("min") is None or value < summary["min"]:
+            summary["min"], summary["min_step"] = value, step
+        if summary.get("max") is None or value > summary["max"]:
+            summary["max"], summary["max_step"] = value, step
 
 
-def _recompute(session: Session, summary: orm.MetricSummary) -> None:
-    session.flush()
+def _recompute(session: Session, trial_id: int, summary: dict) -> None:
     points = orm.MetricPoint
-    where = (points.trial_id == summary.trial_id, points.key_id == summary.key_id)
-    summary.count = session.scalar(select(func.count()).where(*where)) or 0
+    where = (points.trial_id == trial_id, points.key_id == summary["key_id"])
+    summary["count"] = session.scalar(select(func.count()).where(*where)) or 0
     last = session.execute(
         select(points.steps_completed, points.value)
         .where(*where)
         .order_by(points.steps_completed.desc())
         .limit(1)
     ).first()
-    summary.last_step, summary.last = (last[0], last[1]) if last else (None, None)
+    summary["last_step"], summary["last"] = (last[0], last[1]) if last else (None, None)
     for attr, order in (("min", points.value.asc()), ("max", points.value.desc())):
         best = session.execute(
             select(points.value, points.steps_completed)
@@ -159,8 +204,8 @@ def _recompute(session: Session, summary: orm.MetricSummary) -> None:
             .order_by(order, points.steps_completed)
             .limit(1)
         ).first()
-        setattr(summary, attr, best[0] if best else None)
-        setattr(summary, f"{attr}_step", best[1] if best else None)
+        summary[attr] = best[0] if best else None
+        summary[f"{attr}_step"] = best[1] if best else None
 
 
 def summaries(

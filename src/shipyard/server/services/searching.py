@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from shipyard.common.states import ExperimentState, TrialState
@@ -133,14 +133,18 @@ def exit_event(trial: orm.Trial, reason: ExitReason) -> orm.SearcherEvent:
     )
 
 
-def validation_event(trial: orm.Trial, metrics: dict, steps_completed: int) -> orm.SearcherEvent:
-    return orm.SearcherEvent(
-        experiment_id=trial.experiment_id,
-        trial_id=trial.id,
-        kind="validation",
-        payload={
-            "request_id": trial.request_id,
-            "metrics": metrics,
-            "steps_completed": steps_completed,
-        },
+def record_validation(trial, metrics: dict, steps_completed: int, *, session: Session) -> None:
+    """Queue a validation for the searcher (Core insert: this is on the metrics hot path)."""
+    session.execute(
+        insert(orm.SearcherEvent).values(
+            experiment_id=trial.experiment_id,
+            trial_id=trial.id,
+            kind="validation",
+            processed=False,
+            payload={
+                "request_id": trial.request_id,
+                "metrics": metrics,
+                "steps_completed": steps_completed,
+            },
+        )
     )
