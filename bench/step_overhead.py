@@ -3,7 +3,9 @@
 Runs bench/overhead_trial/train.py as a real trial of a single-trial experiment on a live
 master. Inside it, the same digits MLP loop runs with and without
 ctx.train.report_training_metrics every step, alternating, REPETITIONS times; the trial
-writes its timings to a file this script reads. Prints one JSON object. Target: median < 2 %.
+writes its timings to a file this script reads. The overhead is median(reporting loop) /
+median(plain loop) - 1; the paired per-repetition figures are printed too. Prints one JSON
+object. Target: < 2 %.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from _stats import summary
 
 from shipyard.client import Shipyard
 
-STEPS = 300
-REPETITIONS = 10
+STEPS = 400
+REPETITIONS = 30
 TIMEOUT_S = 600.0
 TARGET_MEDIAN_PCT = 2.0
 TRIAL_DIR = Path(__file__).resolve().parent / "overhead_trial"
@@ -86,9 +88,10 @@ def main() -> None:
                 "training_points_stored": sum(len(s["points"]) for s in series),
                 "plain_loop_s_median": round(statistics.median(timings["plain_s"]), 4),
                 "reporting_loop_s_median": round(statistics.median(timings["reporting_s"]), 4),
-                "overhead_pct": overhead,
-                "target_median": TARGET_MEDIAN_PCT,
-                "meets_target": overhead["median"] < TARGET_MEDIAN_PCT,
+                "overhead_pct": round(timings["overhead_of_medians_pct"], 2),
+                "paired_overhead_pct": overhead,
+                "target": TARGET_MEDIAN_PCT,
+                "meets_target": timings["overhead_of_medians_pct"] < TARGET_MEDIAN_PCT,
             }
         )
     )

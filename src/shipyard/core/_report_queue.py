@@ -44,6 +44,7 @@ class ReportQueue(ABC):
         self._failure: BaseException | None = None
         self._closed = False
         self._last_delivery = float("-inf")
+        self._urgent = threading.Event()  # a flush or close is waiting: deliver now
 
     @abstractmethod
     def deliver(self, reports: list[dict[str, Any]], progress: float | None) -> None:
@@ -82,6 +83,7 @@ class ReportQueue(ABC):
         if self._thread is not None:
             done = threading.Event()
             self._queue.put(done)
+            self._urgent.set()
             if not done.wait(timeout_s):
                 raise MasterUnavailable(
                     f"metrics were not delivered within {timeout_s:.0f} s "
@@ -98,6 +100,7 @@ class ReportQueue(ABC):
             self._closed = True
             if self._thread is not None:
                 self._queue.put(_STOP)
+                self._urgent.set()
                 self._thread.join(timeout=1.0)
 
     # --- sender thread --------------------------------------------------------------------
@@ -109,6 +112,15 @@ class ReportQueue(ABC):
             flushed: list[threading.Event] = []
             stop = False
             item = self._queue.get()
+            # Gather until min_interval_s has passed since the last delivery. The sender
+            # sleeps meanwhile instead of waking for every report (that would take the GIL
+            # from the training loop at each step); flush and close cut the sleep short.
+            remaining = self._last_delivery + self.min_interval_s - time.monotonic()
+            backlog = self._queue.qsize() >= MAX_BATCH  # behind already: no gathering needed
+            marker = isinstance(item, threading.Event) or item is _STOP
+            if remaining > 0 and not backlog and not marker:
+                self._urgent.wait(remaining)
+            self._urgent.clear()
             while True:
                 if item is _STOP:
                     stop = True
@@ -122,12 +134,8 @@ class ReportQueue(ABC):
                     reports.append(item)
                 if len(reports) >= MAX_BATCH:
                     break
-                remaining = self._last_delivery + self.min_interval_s - time.monotonic()
                 try:
-                    if remaining > 0:
-                        item = self._queue.get(timeout=remaining)
-                    else:
-                        item = self._queue.get_nowait()
+                    item = self._queue.get_nowait()
                 except queue.Empty:
                     break
             if (reports or progress is not None) and self._failure is None:
