@@ -139,3 +139,26 @@ def test_master_killed_with_sigkill_reattaches_running_trials(master):
     assert trial["run_id"] == 1 and trial["restarts"] == 0  # re-attached, not restarted
     steps = [s for s, _ in master.metrics(trial_id, "training", "loss")]
     assert steps == list(range(1, 61))  # nothing lost across the master's death
+
+
+def test_trial_that_died_while_the_master_was_down_resumes_from_its_checkpoint(master):
+    exp = master.create(config("  steps: 40\n  sleep: 0.05\n  ckpt_every: 5"), CODE)
+    trial_id = exp["trials"][0]["id"]
+    master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= 12, what="progress")
+    master.kill9()
+    workdir = str(master.home / "trials" / str(trial_id))
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == workdir:
+                os.kill(int(pid), 9)  # the whole trial dies with no exit code recorded
+        except OSError:
+            pass
+    master.start()
+    done = master.wait(exp["id"], timeout=60)
+    assert done["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert trial["run_id"] == 2
+    logs = master.logs(trial_id)
+    assert any(line.startswith("resumed from step ") for line in logs)
+    steps = [s for s, _ in master.metrics(trial_id, "training", "loss")]
+    assert steps == list(range(1, 41))
