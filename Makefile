@@ -18,6 +18,9 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 .PHONY: setup postgres-server test lint demo bench clean
 
 setup: $(SETUP_STAMP) postgres-server
+	@# Bytecode ahead of time: every trial imports shipyard.core, and where
+	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
+	@$(BIN)/python -m compileall -q src >/dev/null
 
 # Re-run the pip step only when pyproject.toml changes (or the venv is new). A venv without
 # pip (python3-venv was missing when it was made) is made again.
