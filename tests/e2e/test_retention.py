@@ -23,8 +23,13 @@ checkpoint_storage:
   save_trial_best: 1
 """
     done = master.wait(master.create(config, CODE)["id"])
-    kept = master.http.get(f"/experiments/{done['id']}/checkpoints").json()
-    assert sorted(c["steps_completed"] for c in kept) == [8, 10]
+
+    def kept_steps():
+        kept = master.http.get(f"/experiments/{done['id']}/checkpoints").json()
+        return kept if sorted(c["steps_completed"] for c in kept) == [8, 10] else None
+
+    # retention runs as housekeeping, a few seconds after the trial ends
+    kept = master.wait_for(kept_steps, timeout=30, what="checkpoints 2, 4, 6 deleted")
     on_disk = sorted(p.name for p in (master.home / "store").iterdir())
     assert on_disk == sorted(c["uuid"] for c in kept)
     assert all(c["storage_path"].startswith(str(master.home / "store")) for c in kept)

@@ -1,7 +1,10 @@
 """One background long-poll for the master's signals to a trial (preempt, stop).
 
-Started on the first should_preempt()/should_stop() call, which first asks without waiting so
-its answer is current; afterwards both calls only read the cached flags.
+Started on the first should_preempt()/should_stop() call; the calls only ever read cached
+flags. The thread's first question does not wait, so the flags are current within one round
+trip, and the trial is not held up for that round trip: a flag set before the run started
+(a stop the searcher sent before a restart) is seen a few milliseconds later, as a flag set
+while it runs would be.
 """
 
 from __future__ import annotations
@@ -36,11 +39,6 @@ class SignalPoller:
         with self._lock:
             if self._started:
                 return
-            try:
-                self._ask(wait_s=0, timeout_s=FIRST_ASK_TIMEOUT_S)
-            except ShipyardError as exc:
-                # Not fatal: the flags stay False and the thread keeps asking.
-                print(f"[shipyard] cannot read signals from the master yet: {exc}", file=sys.stderr)
             thread = threading.Thread(target=self._run, name="shipyard-signals", daemon=True)
             thread.start()
             self._started = True
@@ -61,6 +59,11 @@ class SignalPoller:
                 self._version = version
 
     def _run(self) -> None:
+        try:
+            self._ask(wait_s=0, timeout_s=FIRST_ASK_TIMEOUT_S)
+        except ShipyardError as exc:
+            # Not fatal: the flags stay False and the long-poll below keeps asking.
+            print(f"[shipyard] cannot read signals from the master yet: {exc}", file=sys.stderr)
         delay = 0.5
         while not self._closing.is_set():
             try:

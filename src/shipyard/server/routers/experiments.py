@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import asyncio
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common import api
+from shipyard.server.routers.responses import json_response
 from shipyard.server.services import checkpoints, experiments, logs, views
 from shipyard.server.state import MasterState, master
+from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["experiments"])
 
@@ -29,7 +31,7 @@ def create_experiment(
             session=s,
         )
         exp_id = exp.id
-    m.orchestrator.wake()
+    m.orchestrator.wake(Reason.EXPERIMENT)
     with m.db.read() as s:
         return views.experiment_detail(experiments.get(exp_id, session=s), session=s)
 
@@ -41,24 +43,24 @@ def list_experiments(
     state: str | None = None,
     limit: int = Query(100, ge=1, le=10_000),
     m: MasterState = Depends(master),
-) -> list[api.ExperimentSummary]:
+) -> Response:
     with m.db.read() as s:
-        return experiments.list_summaries(state=state, limit=limit, session=s)
+        return json_response(experiments.list_summaries(state=state, limit=limit, session=s))
 
 
 @router.get(
     "/experiments/{exp_id}", operation_id="get_experiment", response_model=api.ExperimentDetail
 )
-def get_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ExperimentDetail:
+def get_experiment(exp_id: int, m: MasterState = Depends(master)) -> Response:
     with m.db.read() as s:
-        return views.experiment_detail(experiments.get(exp_id, session=s), session=s)
+        return json_response(views.experiment_detail(experiments.get(exp_id, session=s), session=s))
 
 
 def _act(m: MasterState, exp_id: int, action) -> api.ActionResult:
     with m.db.write() as s:
         exp = action(exp_id, session=s)
         result = api.ActionResult(id=exp.id, state=exp.state)
-    m.orchestrator.wake()
+    m.orchestrator.wake(Reason.EXPERIMENT)
     return result
 
 
@@ -92,9 +94,9 @@ def kill_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.Action
     operation_id="list_experiment_trials",
     response_model=list[api.TrialSummary],
 )
-def list_experiment_trials(exp_id: int, m: MasterState = Depends(master)) -> list[api.TrialSummary]:
+def list_experiment_trials(exp_id: int, m: MasterState = Depends(master)) -> Response:
     with m.db.read() as s:
-        return views.experiment_trials(experiments.get(exp_id, session=s), session=s)
+        return json_response(views.experiment_trials(experiments.get(exp_id, session=s), session=s))
 
 
 @router.get(

@@ -13,6 +13,7 @@ from shipyard.server import orm
 from shipyard.server.routers.trials import get_trial_row
 from shipyard.server.services import checkpoints, metrics, searching
 from shipyard.server.state import MasterState, master
+from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["trial-side"])
 
@@ -44,7 +45,7 @@ def report_trial_metrics(
                 searching.record_validation(trial, v["metrics"], v["steps_completed"], session=s)
                 woke = True
     if woke:
-        m.orchestrator.wake()
+        m.orchestrator.wake(Reason.EVENT)
     return {"stored": len(reports)}
 
 

@@ -211,23 +211,29 @@ def _recompute(session: Session, trial_id: int, summary: dict) -> None:
 def summaries(
     trial_ids: list[int], *, smaller_is_better: bool, session: Session
 ) -> dict[int, list[api.MetricSummary]]:
-    rows = session.execute(
-        select(orm.MetricSummary, orm.MetricKey.name, orm.MetricKey.group)
-        .join(orm.MetricKey, orm.MetricKey.id == orm.MetricSummary.key_id)
-        .where(orm.MetricSummary.trial_id.in_(trial_ids))
+    ms = orm.MetricSummary
+    rows = session.execute(  # plain columns, not ORM objects: tables list many trials
+        select(
+            ms.trial_id,
+            *(getattr(ms, f) for f in _SUMMARY_FIELDS),
+            orm.MetricKey.name,
+            orm.MetricKey.group,
+        )
+        .join(orm.MetricKey, orm.MetricKey.id == ms.key_id)
+        .where(ms.trial_id.in_(trial_ids))
     )
     out: dict[int, list[api.MetricSummary]] = {t: [] for t in trial_ids}
-    for s, name, group in rows:
-        best, best_step = (s.min, s.min_step) if smaller_is_better else (s.max, s.max_step)
-        out[s.trial_id].append(
+    for row in rows:
+        best, best_step = (row.min, row.min_step) if smaller_is_better else (row.max, row.max_step)
+        out[row.trial_id].append(
             api.MetricSummary(
-                name=name,
-                group=group,
-                count=s.count,
-                last=s.last,
-                last_step=s.last_step,
-                min=s.min,
-                max=s.max,
+                name=row.name,
+                group=row.group,
+                count=row.count,
+                last=row.last,
+                last_step=row.last_step,
+                min=row.min,
+                max=row.max,
                 best=best,
                 best_step=best_step,
             )

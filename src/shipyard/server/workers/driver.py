@@ -7,12 +7,17 @@ from sqlalchemy import select
 from shipyard.common.states import ExperimentState
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import checkpoint_gc, searching
+from shipyard.server.services import searching
 
 
 class ExperimentDriver:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.finished: list[int] = []  # experiments awaiting checkpoint retention
+
+    def take_finished(self) -> list[int]:
+        finished, self.finished = self.finished, []
+        return finished
 
     def step(self) -> list[int]:
         """Process pending searcher events; returns trials whose stop flag was set."""
@@ -44,4 +49,4 @@ class ExperimentDriver:
             with self.db.write() as s:
                 finished = searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
             if finished:
-                checkpoint_gc.collect(self.db, exp_id)
+                self.finished.append(exp_id)

@@ -1,15 +1,23 @@
 """The master's one control thread: every decision about trials is taken here, in order,
 so no two threads ever race over a trial's state. HTTP handlers only record facts (a new
-experiment, a metric, a pause) and wake this thread."""
+experiment, a metric, a pause) and wake this thread, saying why.
+
+A wake runs only the phases its reasons concern (a validation needs the searcher, not the
+scheduler); a timeout, every poll interval, runs them all, which also catches anything a
+reason missed. Housekeeping (checkpoint retention) runs every few seconds, off the path
+from one trial's exit to the next trial's launch.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from enum import StrEnum
 
 from shipyard.backends.base import Backend
 from shipyard.server.db import Database
+from shipyard.server.services import checkpoint_gc
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers.driver import ExperimentDriver
@@ -17,24 +25,38 @@ from shipyard.server.workers.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
+HOUSEKEEPING_INTERVAL_S = 5.0
+
+
+class Reason(StrEnum):
+    EXIT = "exit"  # a trial process may have ended
+    EVENT = "event"  # a searcher event was recorded (a validation)
+    EXPERIMENT = "experiment"  # an experiment was created or changed state
+
 
 class Orchestrator:
     def __init__(self, settings: Settings, db: Database, backend: Backend, hub: SignalHub) -> None:
         self.settings = settings
+        self.db = db
         self.backend = backend
         self.hub = hub
         self.driver = ExperimentDriver(db)
         self.supervisor = Supervisor(settings, db, backend, hub)
+        self._reasons: set[Reason] = set()
+        self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="orchestrator", daemon=True)
-        backend.set_exit_listener(self.wake)
+        self._last_housekeeping = time.monotonic()
+        backend.set_exit_listener(lambda: self.wake(Reason.EXIT))
 
     def start(self) -> None:
         self.supervisor.recover()
         self._thread.start()
 
-    def wake(self) -> None:
+    def wake(self, reason: Reason) -> None:
+        with self._lock:
+            self._reasons.add(reason)
         self._wake.set()
 
     def stop(self) -> None:
@@ -46,21 +68,40 @@ class Orchestrator:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.settings.poll_interval_s)
+            woken = self._wake.wait(self.settings.poll_interval_s)
             self._wake.clear()
+            with self._lock:
+                reasons, self._reasons = self._reasons, set()
             if self._stop.is_set():
                 return
             try:
-                self.step()
+                self.step(reasons if woken else None)
+                self._housekeeping()
             except Exception:  # noqa: BLE001 - keep the master alive; the next step retries
                 log.exception("orchestrator step failed")
                 time.sleep(0.5)
 
-    def step(self) -> None:
-        self.supervisor.reap()
-        for trial_id in self.driver.step():
-            self.hub.bump(trial_id)
-        self.driver.finish_experiments()
-        self.supervisor.enforce()
-        self.supervisor.schedule()
+    def step(self, reasons: set[Reason] | None = None) -> None:
+        """One pass; `reasons` None means everything (the periodic pass)."""
+        everything = reasons is None
+        reasons = reasons or set()
+        exited = self.supervisor.reap()
+        changed = everything or exited > 0 or bool(reasons & {Reason.EVENT, Reason.EXPERIMENT})
+        if changed:
+            for trial_id in self.driver.step():
+                self.hub.bump(trial_id)
+            self.driver.finish_experiments()
+        if everything or Reason.EXPERIMENT in reasons:
+            self.supervisor.enforce()
+        if changed:
+            self.supervisor.schedule()
         self.supervisor.collect_logs()
+
+    def _housekeeping(self) -> None:
+        if time.monotonic() - self._last_housekeeping < HOUSEKEEPING_INTERVAL_S:
+            return
+        self._last_housekeeping = time.monotonic()
+        for experiment_id, trial_id in self.supervisor.take_ended():
+            checkpoint_gc.collect(self.db, experiment_id, trial_id)
+        for experiment_id in self.driver.take_finished():
+            checkpoint_gc.collect(self.db, experiment_id)

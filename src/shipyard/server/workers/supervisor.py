@@ -15,7 +15,7 @@ from shipyard.search import ExitReason
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.services import checkpoint_gc, logs, searching
+from shipyard.server.services import logs, searching
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers import scheduler
@@ -45,6 +45,7 @@ class Supervisor:
         self.handles: dict[int, Handle] = {}
         self.offsets: dict[int, int] = {}
         self.terminating: set[int] = set()
+        self.ended: list[tuple[int, int]] = []  # (experiment, trial) awaiting retention
         self._last_logs = 0.0
 
     # -- after a master restart ------------------------------------------------------
@@ -193,7 +194,11 @@ class Supervisor:
                 ended = True
             exp_id = exp.id
         if ended:
-            checkpoint_gc.collect(self.db, exp_id, trial_id)
+            self.ended.append((exp_id, trial_id))
+
+    def take_ended(self) -> list[tuple[int, int]]:
+        ended, self.ended = self.ended, []
+        return ended
 
     # -- pause, kill, preemption timeouts ---------------------------------------------------
 
