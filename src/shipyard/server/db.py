@@ -2,12 +2,16 @@
 
 SQLite runs in WAL mode. Writers take the lock at BEGIN (BEGIN IMMEDIATE), so two writers
 never deadlock upgrading read locks; readers use deferred transactions and never block.
+Writers of this process also queue on a Python lock first: SQLite's own busy handler polls
+with sleeps of up to 100 ms, so a writer that met the lock taken would wait far longer than
+the few milliseconds the holder needs. One master process writes the database.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -49,6 +53,7 @@ class Database:
         writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         self._write = sessionmaker(writer, expire_on_commit=False)
+        self._writer_lock = threading.Lock() if self.dialect == "sqlite" else nullcontext()
 
     def migrate(self) -> None:
         from alembic import command  # heavy: imported only when the master starts
@@ -68,7 +73,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         """One transaction, committed on a clean exit, rolled back on an exception."""
-        with self._write() as session, session.begin():
+        with self._writer_lock, self._write() as session, session.begin():
             yield session
 
     def close(self) -> None:
