@@ -3,6 +3,8 @@ ShipyardError into a red message and exit code 1 (a user never sees a traceback)
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Annotated, Any
 
 import click
@@ -31,6 +33,11 @@ class ShipyardGroup(TyperGroup):
         except ShipyardError as error:
             print_error(error)
             raise typer.Exit(1) from None
+        except BrokenPipeError:
+            # The reader went away (`shipyard ... | head`): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0) from None
         except OSError as error:
             # A file we could not read or write, a signal we may not send: say which and why.
             err.print(Text(f"error: {error}", style="bold red"), soft_wrap=True)
@@ -82,3 +89,7 @@ app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and co
 app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
 app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
+
+
+if __name__ == "__main__":
+    app()

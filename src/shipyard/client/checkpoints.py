@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 from shipyard.client.session import Session
 from shipyard.client.unpack import safe_extract_tar
 from shipyard.common.api import CheckpointInfo
+from shipyard.common.errors import NotFound
 
 
 def list_checkpoints(session: Session, experiment_id: int) -> list[CheckpointInfo]:
@@ -15,8 +17,15 @@ def list_checkpoints(session: Session, experiment_id: int) -> list[CheckpointInf
     return [CheckpointInfo.model_validate(item) for item in items]
 
 
+def _path(uuid: str) -> str:
+    # A checkpoint id is one path segment; the master refuses any with "/" when stored.
+    if not uuid or "/" in uuid:
+        raise NotFound(f"checkpoint {uuid!r} does not exist")
+    return f"/checkpoints/{quote(uuid, safe='')}"
+
+
 def get_checkpoint(session: Session, uuid: str) -> CheckpointInfo:
-    return CheckpointInfo.model_validate(session.get(f"/checkpoints/{uuid}"))
+    return CheckpointInfo.model_validate(session.get(_path(uuid)))
 
 
 def download_checkpoint(session: Session, uuid: str, dest: str | Path) -> list[str]:
@@ -24,7 +33,7 @@ def download_checkpoint(session: Session, uuid: str, dest: str | Path) -> list[s
     member has been checked (a refused archive leaves dest untouched). Returns the files."""
     dest = Path(dest)
     with tempfile.TemporaryFile(suffix=".tar") as spool:
-        with session.stream(f"/checkpoints/{uuid}/download") as response:
+        with session.stream(f"{_path(uuid)}/download") as response:
             for chunk in response.iter_bytes(1 << 20):
                 spool.write(chunk)
         spool.flush()

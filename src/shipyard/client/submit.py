@@ -9,6 +9,7 @@ from shipyard.client.experiments import create_experiment
 from shipyard.client.session import Session
 from shipyard.common.api import CreateExperimentRequest, ExperimentDetail
 from shipyard.common.config import ExperimentConfig, load_config_file, validate_context
+from shipyard.common.config.loader import read_config_text as read_utf8_config
 from shipyard.common.errors import InvalidRequest
 
 
@@ -16,7 +17,7 @@ def read_config_text(config_path: str | Path) -> str:
     path = Path(config_path)
     if not path.is_file():
         raise InvalidRequest(f"config file {str(path)!r} does not exist or is not a file")
-    return path.read_text()
+    return read_utf8_config(path)  # ConfigError for a file that is not UTF-8 text
 
 
 def load_local_config(config_path: str | Path) -> ExperimentConfig:

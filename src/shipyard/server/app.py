@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import shipyard
 from shipyard.backends.registry import backend_class
@@ -67,6 +68,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ShipyardError)
     async def shipyard_error(_request: Request, exc: ShipyardError) -> JSONResponse:
         return JSONResponse(exc.to_dict(), status_code=exc.status_code)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Unknown paths and methods: the same error shape as every other answer.
+        error = ShipyardError(f"{request.method} {request.url.path}: {exc.detail}")
+        error.kind = "NotFound" if exc.status_code == 404 else "InvalidRequest"
+        return JSONResponse(error.to_dict(), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_request: Request, exc: RequestValidationError) -> JSONResponse:

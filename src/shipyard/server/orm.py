@@ -19,10 +19,29 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp stored in UTC and read back as UTC: SQLite keeps no offset, and a naive
+    time in the API would be read as local time by clients."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value
 
 
 class Base(DeclarativeBase):
@@ -33,7 +52,7 @@ class Workspace(Base):
     __tablename__ = "workspaces"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Context(Base):
@@ -43,7 +62,7 @@ class Context(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     size: Mapped[int] = mapped_column(BigInteger)
     files: Mapped[list[Any]] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Experiment(Base):
@@ -64,8 +83,8 @@ class Experiment(Base):
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     searcher_done: Mapped[bool] = mapped_column(Boolean, default=False)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class Trial(Base):
@@ -82,9 +101,7 @@ class Trial(Base):
     run_id: Mapped[int] = mapped_column(Integer, default=0)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     preempt_requested: Mapped[bool] = mapped_column(Boolean, default=False)
-    preempt_deadline: Mapped[datetime | None] = mapped_column(
-        DateTime(timezone=True), nullable=True
-    )
+    preempt_deadline: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     steps_completed: Mapped[int] = mapped_column(BigInteger, default=0)
     progress: Mapped[float | None] = mapped_column(Float, nullable=True)  # as the trial reports it
@@ -93,8 +110,8 @@ class Trial(Base):
     log_offset: Mapped[int] = mapped_column(BigInteger, default=0)
     log_lines: Mapped[int] = mapped_column(Integer, default=0)
     exit_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    ended_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class SearcherEvent(Base):
@@ -159,7 +176,7 @@ class Checkpoint(Base):
     resources: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     storage_path: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class LogLine(Base):
@@ -176,4 +193,4 @@ class LogLine(Base):
     line_no: Mapped[int] = mapped_column(Integer)
     stream: Mapped[str] = mapped_column(String(8), default="output")
     text: Mapped[str] = mapped_column(Text)
-    time: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    time: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

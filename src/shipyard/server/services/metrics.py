@@ -125,9 +125,11 @@ def _parse(report: Any) -> tuple[str, int, dict[str, float | None]]:
     return group, step, {str(name): _as_value(name, v) for name, v in metrics.items()}
 
 
-def _dialect_insert(session: Session, table):
+def _dialect_insert(session: Session, mapped):
+    """INSERT on the mapped class's Table: with the class itself, Session.execute would take
+    the ORM's bulk path, which costs more than the SQL."""
     dialect = session.get_bind().dialect.name
-    return (postgresql if dialect == "postgresql" else sqlite).insert(table)
+    return (postgresql if dialect == "postgresql" else sqlite).insert(mapped.__table__)
 
 
 def _upsert_points_stmt(session: Session):

@@ -222,10 +222,7 @@ class Supervisor:
                 ExperimentState(exp_state) == ExperimentState.PAUSED and not trial.preempt_requested
             ):
                 needs_flag.append(trial.id)
-            elif (
-                trial.preempt_deadline is not None
-                and trial.preempt_deadline.replace(tzinfo=now.tzinfo) < now
-            ):
+            elif trial.preempt_deadline is not None and trial.preempt_deadline < now:
                 to_kill.append(trial.id)
         if needs_flag:
             deadline = now + timedelta(seconds=self.settings.preempt_timeout_s)
