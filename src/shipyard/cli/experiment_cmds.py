@@ -9,7 +9,7 @@ import typer
 
 from shipyard.cli.context import open_session
 from shipyard.cli.follow import follow_experiment
-from shipyard.cli.output import JsonFlag, out, print_json, say
+from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines, say
 from shipyard.cli.render import (
     experiments_table,
     fields_table,
@@ -18,7 +18,6 @@ from shipyard.cli.render import (
     trials_table,
 )
 from shipyard.client import experiments
-from shipyard.client.logs import format_log_line, iter_log_lines
 from shipyard.client.submit import submit_experiment
 from shipyard.common.api import ExperimentDetail
 from shipyard.common.states import ExperimentState
@@ -138,11 +137,7 @@ def logs(
     def read(after: int, wait_s: float):
         return experiments.get_experiment_logs(session, experiment_id, after=after, wait_s=wait_s)
 
-    for line in iter_log_lines(read, follow=follow):
-        if json_output:
-            print_json(line, indent=None)
-        else:
-            typer.echo(format_log_line(line, show_trial=True))
+    print_log_lines(read, follow=follow, json_output=json_output, show_trial=True)
 
 
 @app.command()

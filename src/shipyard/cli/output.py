@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.text import Text
 
+from shipyard.client.logs import format_log_line, iter_log_lines
 from shipyard.common.errors import ShipyardError
 
 # Piped output (grep, less, CI logs) gets wide tables instead of rich's 80-column fallback.
@@ -43,6 +44,15 @@ def to_jsonable(data: Any) -> Any:
 
 def print_json(data: Any, *, indent: int | None = 2) -> None:
     typer.echo(json.dumps(to_jsonable(data), indent=indent))
+
+
+def print_log_lines(read, *, follow: bool, json_output: bool, show_trial: bool) -> None:
+    """Print a trial's or an experiment's log lines; `read(after, wait_s)` gets one page."""
+    for line in iter_log_lines(read, follow=follow):
+        if json_output:
+            print_json(line, indent=None)
+        else:
+            typer.echo(format_log_line(line, show_trial=show_trial))
 
 
 def say(message: str, style: str | None = None) -> None:

@@ -9,10 +9,9 @@ import typer
 from rich.text import Text
 
 from shipyard.cli.context import open_session
-from shipyard.cli.output import JsonFlag, out, print_json
+from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines
 from shipyard.cli.render import fields_table, fmt_number, fmt_time, metrics_table
 from shipyard.client import trials
-from shipyard.client.logs import format_log_line, iter_log_lines
 from shipyard.common.states import TrialState
 
 app = typer.Typer(no_args_is_help=True)
@@ -74,8 +73,4 @@ def logs(
     def read(after: int, wait_s: float):
         return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s)
 
-    for line in iter_log_lines(read, follow=follow):
-        if json_output:
-            print_json(line, indent=None)
-        else:
-            typer.echo(format_log_line(line, show_trial=False))
+    print_log_lines(read, follow=follow, json_output=json_output, show_trial=False)
