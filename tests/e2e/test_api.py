@@ -127,6 +127,23 @@ def test_metrics_resent_for_a_step_keep_one_value(master):
     master.http.post(f"/experiments/{exp_id}/kill")
 
 
+def test_reports_of_another_run_are_refused(master):
+    exp_id, trial_id = _running_trial(master)
+    body = {"run_id": 7, "reports": [{"group": "training", "steps_completed": 1, "metrics": {}}]}
+    r = master.http.post(f"/trials/{trial_id}/metrics", json=body)
+    assert r.status_code == 409 and "run 1, not run 7" in r.json()["error"]["message"]
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
+def test_numbers_out_of_range_are_400(master):
+    assert master.http.get(f"/trials/{2**70}").status_code == 400
+    exp_id, trial_id = _running_trial(master)
+    huge = {"group": "training", "steps_completed": 2**64, "metrics": {"a": 1}}
+    r = master.http.post(f"/trials/{trial_id}/metrics", json={"run_id": 1, "reports": [huge]})
+    assert r.status_code == 400 and "steps_completed" in r.json()["error"]["message"]
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
 def test_bad_metric_body_is_400(master):
     exp_id, trial_id = _running_trial(master)
     r = master.http.post(

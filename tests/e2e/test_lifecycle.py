@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.master import Master
+
 CODE = Path(__file__).parent / "trial_code"
 
 
@@ -162,3 +164,30 @@ def test_trial_that_died_while_the_master_was_down_resumes_from_its_checkpoint(m
     assert any(line.startswith("resumed from step ") for line in logs)
     steps = [s for s, _ in master.metrics(trial_id, "training", "loss")]
     assert steps == list(range(1, 41))
+
+
+def test_kill_of_a_trial_that_ignores_sigterm_frees_its_slot(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHIPYARD_KILL_GRACE_S", "1")
+    master = Master(tmp_path / "home", slots=1).start()
+    try:
+        exp = master.create(config("  steps: 100000\n  sleep: 0.05\n  ignore_sigterm: true"), CODE)
+        trial_id = exp["trials"][0]["id"]
+        master.wait_for(lambda: master.trial(trial_id)["steps_completed"] > 2, what="progress")
+        master.http.post(f"/experiments/{exp['id']}/kill")
+        master.wait_for(lambda: master.trial(trial_id)["state"] == "CANCELED", what="canceled")
+        workdir = str(master.home / "trials" / str(trial_id))
+        assert not _processes_in(workdir)  # SIGKILLed after the grace period
+        assert master.http.get("/slots").json()[0]["trial_id"] is None
+    finally:
+        master.stop()
+
+
+def _processes_in(workdir: str) -> list[int]:
+    found = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == workdir:
+                found.append(int(pid))
+        except OSError:
+            pass
+    return found

@@ -72,6 +72,9 @@ class Backend(abc.ABC):
     def terminate(self, handle: Handle, grace_s: float) -> None:
         """SIGTERM, then SIGKILL after grace_s; returns at once."""
 
+    def release(self, handle: Handle) -> None:  # noqa: B027 - optional hook
+        """After an exit: make sure nothing of the trial still runs on its slots."""
+
     @abc.abstractmethod
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
         """Re-attach to a trial launched before a master restart, or None if it is gone."""

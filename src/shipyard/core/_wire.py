@@ -90,5 +90,8 @@ class WireConnection:
             if size == 0:
                 reader.readline(65537)
                 return b"".join(chunks)
-            chunks.append(reader.read(size))
+            chunk = reader.read(size)
+            if len(chunk) != size:
+                raise WireError("the connection closed in the middle of an answer")
+            chunks.append(chunk)
             reader.readline(65537)

@@ -85,6 +85,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         error = InvalidRequest("the request is not valid", details)
         return JSONResponse(error.to_dict(), status_code=400)
 
+    @app.exception_handler(OverflowError)
+    async def out_of_range(_request: Request, exc: OverflowError) -> JSONResponse:
+        # A number too large for the database (an id, a step): the caller's mistake.
+        error = InvalidRequest(f"a number in the request is out of range ({exc})")
+        return JSONResponse(error.to_dict(), status_code=400)
+
     @app.exception_handler(Exception)
     async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)

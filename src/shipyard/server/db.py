@@ -2,16 +2,17 @@
 
 SQLite runs in WAL mode. Writers take the lock at BEGIN (BEGIN IMMEDIATE), so two writers
 never deadlock upgrading read locks; readers use deferred transactions and never block.
-Writers of this process also queue on a Python lock first: SQLite's own busy handler polls
-with sleeps of up to 100 ms, so a writer that met the lock taken would wait far longer than
-the few milliseconds the holder needs. One master process writes the database.
+Writers of this process also queue on a Python lock first. One master process writes the
+database, so this serializes every write transaction, on PostgreSQL too (where READ
+COMMITTED would otherwise let two writers act on the same stale read), and on SQLite it
+replaces SQLite's busy handler, which polls with sleeps of up to 100 ms.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
@@ -53,7 +54,7 @@ class Database:
         writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         self._write = sessionmaker(writer, expire_on_commit=False)
-        self._writer_lock = threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        self._writer_lock = threading.Lock()
 
     def migrate(self) -> None:
         from alembic import command  # heavy: imported only when the master starts

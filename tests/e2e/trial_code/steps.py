@@ -1,10 +1,11 @@
 """A test trial: counts steps, checkpoints, validates, and misbehaves on request.
 
 hparams: steps, ckpt_every, x, sleep, crash_at (step), crash_runs (runs that crash there),
-hang (never report, sleep forever), silent (exit without reporting).
+silent (exit without reporting), ignore_sigterm (keep running when terminated).
 """
 
 import json
+import signal
 import sys
 import time
 
@@ -12,6 +13,8 @@ import shipyard.core
 
 with shipyard.core.init() as ctx:
     hp = ctx.info.hparams
+    if hp.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if hp.get("silent"):
         print("exiting without a metric")
         sys.exit(0)

@@ -65,12 +65,13 @@ class LocalBackend(Backend, LogSource):
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: survives the master, killed as one
             )
+        start_time = _start_time(proc.pid)  # before anything can reap it
         with self._lock:
             self._children[proc.pid] = proc
         threading.Thread(target=self._wait, args=(proc,), daemon=True).start()
         data = {
             "pid": proc.pid,
-            "start_time": _start_time(proc.pid),
+            "start_time": start_time,
             "exit_file": str(exit_file),
             "log_path": str(log_path),
         }
@@ -100,18 +101,24 @@ class LocalBackend(Backend, LogSource):
     def terminate(self, handle: Handle, grace_s: float) -> None:
         pid = handle.data["pid"]
         if not _alive(pid, handle.data.get("start_time")):
+            self.release(handle)
             return
         _killpg(pid, signal.SIGTERM)
 
         def escalate() -> None:
+            # Wait on the whole group, not the wrapper: the shell dies at SIGTERM at once,
+            # while a trial that handles SIGTERM may still be running.
             deadline = time.monotonic() + grace_s
-            while time.monotonic() < deadline:
-                if self.poll(handle).status != RunStatus.RUNNING:
-                    return
+            while time.monotonic() < deadline and _group_alive(pid):
                 time.sleep(0.05)
             _killpg(pid, signal.SIGKILL)
 
         threading.Thread(target=escalate, daemon=True).start()
+
+    def release(self, handle: Handle) -> None:
+        """Kill whatever is left of the trial's process group (a trial that ignored SIGTERM,
+        background children of one that exited), so its slots are really free."""
+        _killpg(handle.data["pid"], signal.SIGKILL)
 
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
         handle = Handle(backend=self.name, data=dict(handle_data))
@@ -129,8 +136,13 @@ class LocalBackend(Backend, LogSource):
         except FileNotFoundError:
             return b"", offset
         if not final:
+            # Keep a partial last line for the next read; a full window without any newline
+            # (a progress bar redrawn with \r) is taken whole rather than re-read forever.
             end = chunk.rfind(b"\n")
-            chunk = chunk[: end + 1] if end >= 0 else b""
+            if end >= 0:
+                chunk = chunk[: end + 1]
+            elif len(chunk) < _MAX_READ:
+                chunk = b""
         return chunk, offset + len(chunk)
 
 
@@ -158,6 +170,16 @@ def _alive(pid: int, start_time: int | None) -> bool:
     except OSError:
         return True
     return state != "Z"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _read_exit(handle: Handle, default: int | None) -> int | None:

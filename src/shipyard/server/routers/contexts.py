@@ -37,10 +37,11 @@ async def upload_context(request: Request, m: MasterState = Depends(master)) -> 
         chunks.append(chunk)
 
     def store() -> api.ContextUploaded:
+        context_id, size, files = contexts.save_archive(
+            chunks, home=m.settings.home, limit_bytes=limit_mb * 2**20
+        )
         with m.db.write() as s:
-            row = contexts.store_context(
-                chunks, home=m.settings.home, limit_bytes=limit_mb * 2**20, session=s
-            )
+            row = contexts.record_context(context_id, size, files, session=s)
             return api.ContextUploaded(id=row.id, size=row.size)
 
     return await run_in_threadpool(store)

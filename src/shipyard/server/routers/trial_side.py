@@ -19,10 +19,14 @@ router = APIRouter(tags=["trial-side"])
 
 
 def _running(trial: orm.Trial | metrics.ReportingTrial, run_id: Any) -> int:
+    """Reports are taken from the trial's current run only: a process of an older run that
+    is still alive must not overwrite what the current run reports."""
     if not isinstance(run_id, int) or isinstance(run_id, bool):
         raise InvalidRequest(f"run_id must be an integer, got {run_id!r}")
     if TrialState(trial.state).terminal:
         raise Conflict(f"trial {trial.id} has ended ({trial.state})")
+    if run_id != trial.run_id:
+        raise Conflict(f"trial {trial.id} is on run {trial.run_id}, not run {run_id}")
     return run_id
 
 
@@ -35,7 +39,7 @@ def report_trial_metrics(
     if not isinstance(reports, list):
         raise InvalidRequest("reports must be a list")
     woke = False
-    with m.db.write() as s:
+    with m.metric_keys.transaction(), m.db.write() as s:
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
@@ -56,7 +60,7 @@ def report_checkpoint(
     """Record a checkpoint whose files (and metadata.json, last) are already written."""
     with m.db.write() as s:
         trial = get_trial_row(trial_id, s)
-        _running(trial, body.get("run_id", trial.run_id))
+        _running(trial, body.get("run_id"))
         exp = s.get(orm.Experiment, trial.experiment_id)
         ckpt = checkpoints.register(trial, body, base_path=exp.checkpoint_base, session=s)
         return {"uuid": ckpt.uuid}
@@ -86,10 +90,11 @@ async def get_trial_signals(
         await m.hub.wait(trial_id, version, wait_s)
 
     def read() -> dict:
+        version = m.hub.version(trial_id)  # before the row: a later bump cannot be missed
         with m.db.read() as s:
             trial = get_trial_row(trial_id, s)
             return {
-                "version": m.hub.version(trial_id),
+                "version": version,
                 "preempt": bool(trial.preempt_requested),
                 "stop": bool(trial.stop_requested),
             }

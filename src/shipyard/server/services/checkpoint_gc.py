@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+
+from sqlalchemy import select
 
 from shipyard.server import orm
 from shipyard.server.db import Database
@@ -30,3 +33,14 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
         for uuid in doomed:
             s.get(orm.Checkpoint, uuid).state = DELETED
     return doomed
+
+
+def experiments_ended_since(db: Database, since: datetime) -> list[int]:
+    with db.read() as s:
+        return list(
+            s.scalars(
+                select(orm.Experiment.id).where(
+                    orm.Experiment.ended_at.is_not(None), orm.Experiment.ended_at >= since
+                )
+            )
+        )

@@ -20,8 +20,16 @@ def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) 
     if not isinstance(uuid, str) or not uuid or "/" in uuid or uuid.startswith("."):
         raise InvalidRequest(f"checkpoint uuid must be a plain name, got {uuid!r}")
     resources = body.get("resources") or {}
-    if not isinstance(resources, dict):
+    if not isinstance(resources, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+    ):
         raise InvalidRequest("checkpoint resources must be an object of path -> bytes")
+    steps = body.get("steps_completed") or 0
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 0 <= steps < 2**63:
+        raise InvalidRequest(f"steps_completed must be a non-negative integer, got {steps!r}")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("checkpoint metadata must be an object")
     existing = session.get(orm.Checkpoint, uuid)
     if existing is not None:
         if existing.trial_id != trial.id:
@@ -32,11 +40,11 @@ def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) 
         experiment_id=trial.experiment_id,
         trial_id=trial.id,
         workspace_id=trial.workspace_id,
-        run_id=int(body.get("run_id") or trial.run_id),
-        steps_completed=int(body.get("steps_completed") or 0),
-        meta=body.get("metadata") or {},
+        run_id=trial.run_id,
+        steps_completed=steps,
+        meta=metadata,
         resources=resources,
-        size=sum(int(v) for v in resources.values()),
+        size=sum(resources.values()),
         storage_path=f"{base_path}/{uuid}",
         state=COMPLETED,
     )

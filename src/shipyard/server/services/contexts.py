@@ -19,10 +19,11 @@ def context_path(home: Path, context_id: str) -> Path:
     return home / "contexts" / f"{context_id}.tar.gz"
 
 
-def store_context(
-    chunks: Iterable[bytes], *, home: Path, limit_bytes: int, session: Session
-) -> orm.Context:
-    """Write an uploaded archive to disk (bounded), check it, and record it."""
+def save_archive(
+    chunks: Iterable[bytes], *, home: Path, limit_bytes: int
+) -> tuple[str, int, set[str]]:
+    """Write an uploaded archive to disk (bounded) and check it: (id, size, files).
+    No database here: this can take seconds for a large context."""
     digest = hashlib.sha256()
     size = 0
     fd, tmp = tempfile.mkstemp(dir=home / "contexts", suffix=".part")
@@ -42,6 +43,10 @@ def store_context(
         os.replace(tmp, context_path(home, context_id))
     finally:
         Path(tmp).unlink(missing_ok=True)
+    return context_id, size, files
+
+
+def record_context(context_id: str, size: int, files: set[str], *, session: Session) -> orm.Context:
     row = session.get(orm.Context, context_id)
     if row is None:
         row = orm.Context(id=context_id, size=size, files=sorted(files))

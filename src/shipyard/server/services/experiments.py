@@ -42,6 +42,7 @@ def create(
         files = set(get_context(req.context_id, session=session).files)
     validate_context(cfg, files)
     config = cfg.to_json_dict()
+    _check_lengths(config)
     wanted = config["resources"]["slots_per_trial"]
     if wanted > total_slots:
         raise ConfigError(
@@ -74,6 +75,19 @@ def create(
     session.flush()
     searching.start(exp, cfg.searcher_dict(), cfg.hyperparameter_space(), session=session)
     return exp
+
+
+_MAX_LENGTHS = {"name": 256, "workspace": 128, "project": 128}  # the columns' sizes
+
+
+def _check_lengths(config: dict) -> None:
+    problems = [
+        {"path": field, "message": f"at most {limit} characters, got {len(config[field])}"}
+        for field, limit in _MAX_LENGTHS.items()
+        if len(config[field] or "") > limit
+    ]
+    if problems:
+        raise ConfigError("the experiment config is not valid", problems)
 
 
 def get(exp_id: int, *, session: Session) -> orm.Experiment:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from sqlalchemy import func, select, update
@@ -16,11 +18,26 @@ from shipyard.server import orm
 GROUPS = ("training", "validation")
 
 
+MAX_STEP = 2**63 - 1  # a BIGINT
+MAX_NAME = 256  # metric_keys.name
+
+
 class MetricKeyCache:
-    """(name, group) -> id; keys are never deleted, so a process-wide cache is safe."""
+    """(name, group) -> id; keys are never deleted, so a process-wide cache is safe, as long
+    as an id is kept only once the transaction that may have created it has committed."""
 
     def __init__(self) -> None:
         self._ids: dict[tuple[str, str], int] = {}
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Wrap the write transaction that calls ids(): on a rollback, forget what it added."""
+        known = dict(self._ids)
+        try:
+            yield
+        except BaseException:
+            self._ids = known
+            raise
 
     def ids(self, pairs: set[tuple[str, str]], session: Session) -> dict[tuple[str, str], int]:
         missing = pairs - self._ids.keys()
@@ -40,7 +57,10 @@ def _insert_ignore(session: Session, table, rows: list[dict]) -> None:
 
 def _as_value(name: str, value: Any) -> float | None:
     if isinstance(value, bool | int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise InvalidRequest(f"metric {name!r} is too large for a float") from None
         return number if math.isfinite(number) else None  # JSON has no NaN or infinity
     raise InvalidRequest(f"metric {name!r} must be a number, got {type(value).__name__}")
 
@@ -117,11 +137,16 @@ def _parse(report: Any) -> tuple[str, int, dict[str, float | None]]:
     if group not in GROUPS:
         raise InvalidRequest(f"metric group must be one of {GROUPS}, got {group!r}")
     step = report.get("steps_completed")
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise InvalidRequest(f"steps_completed must be a non-negative integer, got {step!r}")
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP:
+        raise InvalidRequest(
+            f"steps_completed must be an integer from 0 to {MAX_STEP}, got {step!r}"
+        )
     metrics = report.get("metrics")
     if not isinstance(metrics, dict):
         raise InvalidRequest("metrics must be an object of name -> number")
+    for name in metrics:
+        if not name or len(name) > MAX_NAME:
+            raise InvalidRequest(f"metric names must have 1 to {MAX_NAME} characters: {name!r:.80}")
     return group, step, {str(name): _as_value(name, v) for name, v in metrics.items()}
 
 

@@ -111,6 +111,8 @@ def _save(exp: orm.Experiment, searcher) -> None:
 
 def finish_if_done(exp: orm.Experiment, *, session: Session) -> bool:
     """An ACTIVE experiment whose searcher shut down and whose trials all ended is over."""
+    if ExperimentState(exp.state) != ExperimentState.ACTIVE or not exp.searcher_done:
+        return False
     states = [
         TrialState(v)
         for v in session.scalars(select(orm.Trial.state).where(orm.Trial.experiment_id == exp.id))

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 
 class SignalHub:
     def __init__(self) -> None:
+        # Versions start from this master's start time, so a version a trial remembers from
+        # before a master restart never equals a new one by chance.
+        self._epoch = time.time_ns()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._versions: dict[int, int] = {}
         self._events: dict[int, asyncio.Event] = {}
@@ -22,12 +26,12 @@ class SignalHub:
 
     def version(self, trial_id: int) -> int:
         with self._lock:
-            return self._versions.get(trial_id, 0)
+            return self._versions.get(trial_id, self._epoch)
 
     def bump(self, trial_id: int) -> None:
         """Thread-safe: called from the orchestrator when a trial's flags changed."""
         with self._lock:
-            self._versions[trial_id] = self._versions.get(trial_id, 0) + 1
+            self._versions[trial_id] = self._versions.get(trial_id, self._epoch) + 1
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._wake, trial_id)
 

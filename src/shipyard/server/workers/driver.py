@@ -13,11 +13,6 @@ from shipyard.server.services import searching
 class ExperimentDriver:
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.finished: list[int] = []  # experiments awaiting checkpoint retention
-
-    def take_finished(self) -> list[int]:
-        finished, self.finished = self.finished, []
-        return finished
 
     def step(self) -> list[int]:
         """Process pending searcher events; returns trials whose stop flag was set."""
@@ -47,6 +42,4 @@ class ExperimentDriver:
             )
         for exp_id in candidates:
             with self.db.write() as s:
-                finished = searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
-            if finished:
-                self.finished.append(exp_id)
+                searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)

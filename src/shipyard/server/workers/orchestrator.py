@@ -13,10 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from shipyard.backends.base import Backend
 from shipyard.server.db import Database
+from shipyard.server.orm import utcnow
 from shipyard.server.services import checkpoint_gc
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -48,10 +50,12 @@ class Orchestrator:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="orchestrator", daemon=True)
         self._last_housekeeping = time.monotonic()
+        self._retention_since = datetime.min.replace(tzinfo=UTC)  # first pass: everything
         backend.set_exit_listener(lambda: self.wake(Reason.EXIT))
 
     def start(self) -> None:
         self.supervisor.recover()
+        self._last_housekeeping = time.monotonic() - HOUSEKEEPING_INTERVAL_S  # first pass now
         self._thread.start()
 
     def wake(self, reason: Reason) -> None:
@@ -103,5 +107,8 @@ class Orchestrator:
         self._last_housekeeping = time.monotonic()
         for experiment_id, trial_id in self.supervisor.take_ended():
             checkpoint_gc.collect(self.db, experiment_id, trial_id)
-        for experiment_id in self.driver.take_finished():
+        # Experiments that ended since the last pass (completed, errored, killed), and after
+        # a master start every ended experiment: retention is idempotent.
+        since, self._retention_since = self._retention_since, utcnow() - timedelta(seconds=1)
+        for experiment_id in checkpoint_gc.experiments_ended_since(self.db, since):
             checkpoint_gc.collect(self.db, experiment_id)

@@ -26,6 +26,11 @@ log = logging.getLogger(__name__)
 _HOLDING = (TrialState.STARTING, TrialState.RUNNING)
 
 
+def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
+    max_length = exp.config.get("searcher", {}).get("max_length")
+    return max_length is not None and trial.steps_completed >= max_length
+
+
 def _describe_exit(state: RunState) -> str:
     if state.status == RunStatus.LOST:
         return "the trial's process was lost (no exit code)"
@@ -118,17 +123,17 @@ class Supervisor:
                 trial.preempt_deadline = None
                 trial.started_at = trial.started_at or utcnow()
                 launches.append((trial, exp, placed[trial.id]))
-        started = []
         for trial, exp, slots in launches:
-            started.append((trial.id, self._launch(trial, exp, slots)))
-        with self.db.write() as s:
-            for trial_id, handle in started:
-                trial = s.get(orm.Trial, trial_id)
-                if handle is None:
-                    continue
-                trial.handle = handle.data
-                if trial.state == TrialState.STARTING:
-                    trial.state = TrialState.RUNNING
+            handle = self._launch(trial, exp, slots)
+            if handle is None:
+                continue
+            # Recorded at once: a master that dies now finds this process on restart
+            # instead of launching the run a second time.
+            with self.db.write() as s:
+                row = s.get(orm.Trial, trial.id)
+                row.handle = handle.data
+                if row.state == TrialState.STARTING:
+                    row.state = TrialState.RUNNING
         return len(launches)
 
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
@@ -156,6 +161,7 @@ class Supervisor:
     def _on_exit(self, trial_id: int, state: RunState, reason: str | None = None) -> None:
         handle = self.handles.pop(trial_id, None)
         if handle is not None:
+            self.backend.release(handle)
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
         self.terminating.discard(trial_id)
@@ -167,20 +173,28 @@ class Supervisor:
             trial.handle = None
             trial.slots = []
             max_restarts = exp.config.get("max_restarts", 5)
+            clean_exit = state.status == RunStatus.EXITED and state.exit_code == 0
             if ExperimentState(exp.state) == ExperimentState.CANCELED:
                 trial.state = TrialState.CANCELED
                 trial.exit_reason = "the experiment was killed"
                 s.add(searching.exit_event(trial, ExitReason.CANCELED))
+            elif clean_exit and (
+                trial.stop_requested
+                or not trial.preempt_requested
+                or _reached_max_length(trial, exp)
+            ):
+                # A trial that finished its work ends, even if a pause came meanwhile.
+                trial.state = TrialState.STOPPED if trial.stop_requested else TrialState.COMPLETED
+                reason_enum = ExitReason.STOPPED if trial.stop_requested else ExitReason.COMPLETED
+                trial.exit_reason = None
+                trial.preempt_requested = False
+                trial.preempt_deadline = None
+                s.add(searching.exit_event(trial, reason_enum))
             elif trial.preempt_requested:
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
                 paused = ExperimentState(exp.state) == ExperimentState.PAUSED
                 trial.state = TrialState.PAUSED if paused else TrialState.QUEUED
-            elif state.status == RunStatus.EXITED and state.exit_code == 0:
-                trial.state = TrialState.STOPPED if trial.stop_requested else TrialState.COMPLETED
-                reason_enum = ExitReason.STOPPED if trial.stop_requested else ExitReason.COMPLETED
-                trial.exit_reason = None
-                s.add(searching.exit_event(trial, reason_enum))
             elif trial.restarts < max_restarts:
                 trial.restarts += 1
                 trial.state = TrialState.QUEUED
@@ -216,22 +230,24 @@ class Supervisor:
             ).all()
         needs_flag = []
         for trial, exp_state in rows:
-            if ExperimentState(exp_state) == ExperimentState.CANCELED:
+            state = ExperimentState(exp_state)
+            if state == ExperimentState.CANCELED:
                 to_kill.append(trial.id)
-            elif (
-                ExperimentState(exp_state) == ExperimentState.PAUSED and not trial.preempt_requested
-            ):
+            elif state == ExperimentState.PAUSED and trial.preempt_deadline is None:
                 needs_flag.append(trial.id)
-            elif trial.preempt_deadline is not None and trial.preempt_deadline < now:
-                to_kill.append(trial.id)
+            elif state == ExperimentState.PAUSED and trial.preempt_deadline < now:
+                to_kill.append(trial.id)  # it did not stop in time: it resumes from its checkpoint
         if needs_flag:
             deadline = now + timedelta(seconds=self.settings.preempt_timeout_s)
             with self.db.write() as s:
                 for trial_id in needs_flag:
                     trial = s.get(orm.Trial, trial_id)
+                    exp = s.get(orm.Experiment, trial.experiment_id)
+                    if ExperimentState(exp.state) != ExperimentState.PAUSED:
+                        continue  # activated meanwhile
                     trial.preempt_requested = True
                     trial.preempt_deadline = deadline
-            to_wake += needs_flag
+                    to_wake.append(trial_id)
         for trial_id in to_wake:
             self.hub.bump(trial_id)
         for trial_id in to_kill:
@@ -249,15 +265,19 @@ class Supervisor:
             self._collect(trial_id, handle)
 
     def _collect(self, trial_id: int, handle: Handle, final: bool = False) -> None:
+        """Store what the trial printed since the last read; after its exit, all of it."""
         if not isinstance(self.backend, LogSource):
             return
-        offset = self.offsets.get(trial_id, 0)
-        chunk, new_offset = self.backend.read_output(handle, offset, final=final)
-        if not chunk:
-            return
-        with self.db.write() as s:
-            logs.append(s.get(orm.Trial, trial_id), chunk, new_offset, session=s)
-        self.offsets[trial_id] = new_offset
+        while True:
+            offset = self.offsets.get(trial_id, 0)
+            chunk, new_offset = self.backend.read_output(handle, offset, final=final)
+            if not chunk:
+                return
+            with self.db.write() as s:
+                logs.append(s.get(orm.Trial, trial_id), chunk, new_offset, session=s)
+            self.offsets[trial_id] = new_offset
+            if not final:
+                return
 
     def shutdown(self) -> None:
         """Flush output of running trials; they keep running and are re-attached later."""
