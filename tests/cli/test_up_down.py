@@ -59,3 +59,46 @@ def test_up_on_a_busy_port_shows_why_the_master_stopped(shipyard, private_home):
     assert "master.log" in result.stderr
     assert "already in use" in result.stderr
     assert not (private_home / "master.json").exists()
+
+
+def test_up_foreground_is_the_master_process_itself(free_port, private_home):
+    """For service managers: the process they start is the master (exec), and SIGTERM
+    stops it cleanly."""
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shipyard.cli.main",
+            "up",
+            "--foreground",
+            "--port",
+            str(free_port),
+            "--slots",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        info = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                info = httpx.get(f"http://127.0.0.1:{free_port}/api/v1/master", timeout=2).json()
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert info is not None, proc.stdout.read().decode() if proc.poll() is not None else ""
+        assert info["home"] == str(private_home)  # SHIPYARD_HOME is honoured
+        record = json.loads((private_home / "master.json").read_text())
+        assert record["pid"] == proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+    assert code in (0, -signal.SIGTERM)  # uvicorn re-raises the signal after its clean shutdown
