@@ -35,7 +35,7 @@ $(SETUP_STAMP): pyproject.toml
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna]'
 	touch $@
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
@@ -75,6 +75,9 @@ bench: setup
 	python bench/launch_latency.py
 	python bench/trial_throughput.py
 	python bench/step_overhead.py
+	python bench/hpo_quality.py
+	python bench/searcher_decision_time.py
+	python bench/hpo_throughput.py
 
 clean:
 	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache

@@ -9,19 +9,15 @@ Prints one JSON object.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 from _master import REPO, Master
+from _ray import add_ray_figures, as_epoch_s
 
 from shipyard.client import Shipyard
 
@@ -43,11 +39,6 @@ def search_config(directory: Path) -> Path:
     path = directory / "throughput.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-def as_epoch_s(moment: datetime) -> float:
-    # The API's times are UTC; a naive one is UTC too.
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def shipyard_figures() -> dict[str, Any]:
@@ -78,21 +69,6 @@ def quadratic_trainable(config: dict[str, float]) -> None:
     for step in range(1, STEPS + 1):
         x -= config["lr"] * 2 * (x - config["target"])
         tune.report({"loss": (x - config["target"]) ** 2, "steps_completed": step})
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Ray prints banners and tables; this script's stdout carries only the JSON result."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def ray_figures() -> dict[str, Any]:
@@ -127,22 +103,7 @@ def ray_figures() -> dict[str, Any]:
 def main() -> None:
     result: dict[str, Any] = {"benchmark": "trial_throughput", "unit": "trials/s"}
     result["shipyard"] = shipyard_figures()
-    try:
-        import ray  # noqa: F401 - only to know whether the peer can run
-    except ImportError as exc:
-        result["ray"] = None
-        result["ray_reason"] = f"ray is not installed ({exc}); `make bench` tries to install it"
-    else:
-        try:
-            with stdout_to_stderr():
-                result["ray"] = ray_figures()
-        except Exception as exc:  # a broken Ray install: report it, keep Shipyard's figures
-            result["ray"] = None
-            result["ray_reason"] = f"Ray Tune failed: {exc!r}"
-        else:
-            result["shipyard_over_ray"] = round(
-                result["shipyard"]["trials_per_s"] / result["ray"]["trials_per_s"], 3
-            )
+    add_ray_figures(result, ray_figures)
     print(json.dumps(result))
 
 

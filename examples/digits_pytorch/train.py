@@ -90,7 +90,6 @@ def main() -> None:
     with shipyard.core.init() as ctx:
         hparams = ctx.info.hparams
         batch_size = int(hparams.get("batch_size", 32))
-        max_batches = ctx.searcher.max_length or DEFAULT_BATCHES
         torch.manual_seed(ctx.info.trial_seed)
 
         data = load_data()
@@ -101,33 +100,37 @@ def main() -> None:
         step = restore(ctx, model, optimizer)
         saved_step = step
         running_loss, running_count = 0.0, 0
-        while step < max_batches:
-            epoch, batch_in_epoch = divmod(step, batches_per_epoch)
-            order = epoch_order(epoch, len(data.train_x), ctx.info.trial_seed)
-            index = order[batch_in_epoch * batch_size : (batch_in_epoch + 1) * batch_size]
+        # Each operation is how far the searcher lets the trial train now: a rung of ASHA,
+        # or the whole max_length of a random or grid search.
+        for op in ctx.searcher.operations(default_length=DEFAULT_BATCHES):
+            while step < op.length:
+                epoch, batch_in_epoch = divmod(step, batches_per_epoch)
+                order = epoch_order(epoch, len(data.train_x), ctx.info.trial_seed)
+                index = order[batch_in_epoch * batch_size : (batch_in_epoch + 1) * batch_size]
 
-            loss = nn.functional.cross_entropy(model(data.train_x[index]), data.train_y[index])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            step += 1
-            running_loss, running_count = running_loss + loss.item(), running_count + 1
+                loss = nn.functional.cross_entropy(model(data.train_x[index]), data.train_y[index])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                step += 1
+                running_loss, running_count = running_loss + loss.item(), running_count + 1
 
-            if step % REPORT_EVERY == 0 or step == max_batches:
-                ctx.train.report_training_metrics(
-                    steps_completed=step, metrics={"loss": running_loss / running_count}
-                )
-                running_loss, running_count = 0.0, 0
-            if step % batches_per_epoch == 0 or step == max_batches:
-                ctx.train.report_validation_metrics(
-                    steps_completed=step, metrics=validate(model, data)
-                )
-                save(ctx, model, optimizer, step)
-                saved_step = step
-            if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
-                if saved_step != step:
+                if step % REPORT_EVERY == 0 or step == op.length:
+                    ctx.train.report_training_metrics(
+                        steps_completed=step, metrics={"loss": running_loss / running_count}
+                    )
+                    running_loss, running_count = 0.0, 0
+                if step % batches_per_epoch == 0 or step == op.length:
+                    # "batches" is the time_metric an adaptive config names.
+                    ctx.train.report_validation_metrics(
+                        steps_completed=step, metrics={**validate(model, data), "batches": step}
+                    )
                     save(ctx, model, optimizer, step)
-                return
+                    saved_step = step
+                if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
+                    if saved_step != step:
+                        save(ctx, model, optimizer, step)
+                    return
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import json
 
 import shipyard.core
 
-DEFAULT_STEPS = 100  # when no searcher sets max_length (local mode)
+DEFAULT_STEPS = 100  # when no searcher sets a length (local mode)
 VALIDATE_EVERY = 10
 CHECKPOINT_EVERY = 25
 STATE_FILE = "state.json"
@@ -40,28 +40,32 @@ def main() -> None:
     with shipyard.core.init() as ctx:
         lr = float(ctx.info.hparams.get("lr", 0.1))
         target = float(ctx.info.hparams.get("target", 3.0))
-        max_steps = ctx.searcher.max_length or DEFAULT_STEPS
 
         x, step = restore(ctx)
         saved_step = step
-        while step < max_steps:
-            x -= lr * 2 * (x - target)
-            step += 1
-            ctx.train.report_training_metrics(
-                steps_completed=step, metrics={"loss": loss(x, target)}
-            )
-            if step % VALIDATE_EVERY == 0 or step == max_steps:
-                ctx.train.report_validation_metrics(
-                    steps_completed=step, metrics={"validation_loss": loss(x, target)}
+        # Each operation is a length the searcher lets the trial train to: a rung of ASHA,
+        # a round of PBT, or the whole max_length of a random or grid search.
+        for op in ctx.searcher.operations(default_length=DEFAULT_STEPS):
+            while step < op.length:
+                x -= lr * 2 * (x - target)
+                step += 1
+                ctx.train.report_training_metrics(
+                    steps_completed=step, metrics={"loss": loss(x, target)}
                 )
-            if step % CHECKPOINT_EVERY == 0 or step == max_steps:
-                save(ctx, x, step)
-                saved_step = step
-            if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
-                # Save progress so a preempted trial resumes here rather than from scratch.
-                if saved_step != step:
+                if step % VALIDATE_EVERY == 0 or step == op.length:
+                    # "batches" is the time_metric an ASHA config may name.
+                    ctx.train.report_validation_metrics(
+                        steps_completed=step,
+                        metrics={"validation_loss": loss(x, target), "batches": step},
+                    )
+                if step % CHECKPOINT_EVERY == 0 or step == op.length:
                     save(ctx, x, step)
-                return
+                    saved_step = step
+                if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
+                    # Save progress so a preempted trial resumes here rather than from scratch.
+                    if saved_step != step:
+                        save(ctx, x, step)
+                    return
 
 
 if __name__ == "__main__":

@@ -5,33 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from shipyard.common.config import load_config, load_config_file
+from shipyard.common.config import load_config
 from shipyard.common.errors import ConfigError, NotSupportedYet
-from tests.common.conftest import CONFIGS, config_error, detail_at
+from tests.common.conftest import config_error, detail_at
 
 HEAD = "entrypoint: python3 train.py\n"
 SINGLE = HEAD + "searcher: {name: single, metric: loss}\n"
 
 
-def test_determined_adaptive_asha_config_is_not_supported_yet():
-    error = config_error(load_config_file, CONFIGS / "adaptive.yaml")
-    assert isinstance(error, NotSupportedYet)
-    assert error.message.startswith(
-        "adaptive.yaml: searcher.name: adaptive_asha is not supported yet"
-    )
-    detail = detail_at(error, "searcher.name")
-    assert detail["line"] == 25
-
-
 @pytest.mark.parametrize(
     "searcher",
     [
-        "{name: adaptive_asha, metric: l, max_trials: 4, max_length: 100, mode: aggressive}",
         "{name: adaptive, metric: l, max_length: {batches: 100}, budget: {batches: 1000}}",
         "{name: adaptive_simple, metric: l, max_trials: 4, max_length: 100}",
-        "{name: pbt, metric: l, population_size: 4, num_rounds: 2, length_per_round: 100,"
-        " replace_function: {truncate_fraction: 0.2},"
-        " explore_function: {resample_probability: 0.2, perturb_factor: 0.2}}",
         "{name: custom, metric: l, unit: batches}",
     ],
 )
@@ -44,17 +30,28 @@ def test_other_searchers_parse_then_are_refused(searcher):
 def test_unsupported_searcher_fields_are_still_validated():
     error = config_error(
         load_config,
-        HEAD + "searcher: {name: adaptive_asha, metric: l, max_trials: 4, mode: wild}\n",
+        HEAD + "searcher: {name: adaptive_simple, metric: l, max_trials: 4, mode: wild}\n",
     )
     assert type(error) is ConfigError  # a real mistake, not a missing feature
     assert (
         "'aggressive', 'standard' or 'conservative'" in detail_at(error, "searcher.mode")["message"]
     )
     error = config_error(
-        load_config, HEAD + "searcher: {name: adaptive_asha, metric: l, max_trials: 4}\n"
+        load_config, HEAD + "searcher: {name: adaptive, metric: l, max_trials: 0}\n"
     )
     assert type(error) is ConfigError
-    assert "needs max_length" in detail_at(error, "searcher")["message"]
+    assert detail_at(error, "searcher.max_trials")["message"] == "must be at least 1, got 0"
+
+
+@pytest.mark.parametrize("name", ["adaptive", "adaptive_simple"])
+def test_legacy_adaptive_searchers_point_to_adaptive_asha(name):
+    error = config_error(
+        load_config, HEAD + f"searcher: {{name: {name}, metric: l, max_trials: 4}}\n"
+    )
+    assert isinstance(error, NotSupportedYet)
+    message = detail_at(error, "searcher.name")["message"]
+    assert message.startswith(f"{name} ")
+    assert "not supported yet" in message and "use adaptive_asha" in message
 
 
 def test_trial_api_entrypoint_explains_the_way_out():

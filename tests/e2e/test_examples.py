@@ -50,3 +50,14 @@ def test_digits_const_learns_through_the_master(master):
     assert done["best_validation"] > 0.8  # validation accuracy
     ckpts = master.http.get(f"/experiments/{done['id']}/checkpoints").json()
     assert ckpts and all(c["resources"] for c in ckpts)
+
+
+@pytest.mark.torch
+def test_digits_adaptive_stops_the_weaker_trials(master):
+    done = _run(master, "digits_pytorch", "adaptive.yaml")
+    assert done["state"] == "COMPLETED" and done["num_trials"] == 6
+    states = [t["state"] for t in done["trials"]]
+    assert "STOPPED" in states and "COMPLETED" in states
+    stopped = [t for t in done["trials"] if t["state"] == "STOPPED"]
+    assert {t["steps_completed"] for t in stopped} == {150}  # at the first rung
+    assert done["best_validation"] > 0.8

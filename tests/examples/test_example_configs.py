@@ -16,9 +16,11 @@ EXPECTED = {
     ("quadratic", "const.yaml"): ("single", 1, "validation_loss"),
     ("quadratic", "random.yaml"): ("random", 8, "validation_loss"),
     ("quadratic", "grid.yaml"): ("grid", 6, "validation_loss"),
+    ("quadratic", "asha.yaml"): ("adaptive_asha", 16, "validation_loss"),
     ("digits_pytorch", "const.yaml"): ("single", 1, "validation_accuracy"),
     ("digits_pytorch", "random.yaml"): ("random", 4, "validation_accuracy"),
     ("digits_pytorch", "grid.yaml"): ("grid", 8, "validation_accuracy"),
+    ("digits_pytorch", "adaptive.yaml"): ("adaptive_asha", 6, "validation_accuracy"),
 }
 
 

@@ -36,7 +36,7 @@ def run_search(
         start(request)
     while running:
         request = running.pop(-1 if newest_first else 0)
-        searcher.on_validation(request.request_id, {"loss": 0.5})
+        searcher.on_validation(request.request_id, {"loss": 0.5}, 1)
         for action in searcher.on_trial_exit(request.request_id, reason(request)):
             if run.shutdowns:
                 run.actions_after_shutdown += 1

@@ -35,7 +35,7 @@ def test_state_round_trip_mid_search_resumes_identically(config: dict) -> None:
         if isinstance(action, Create):
             running.append(action.request.request_id)
     if running:
-        original.on_validation(running[0], {"loss": 0.25})
+        original.on_validation(running[0], {"loss": 0.25}, 1)
 
     state = json.loads(json.dumps(original.get_state()))  # as stored in the database
     resumed = make_searcher(config, EVERY_TYPE, seed=9)
@@ -63,9 +63,9 @@ def test_validation_records_the_latest_metric_and_takes_no_action() -> None:
     searcher = make_searcher(searcher_config("random", max_trials=2), EVERY_TYPE, seed=0)
     assert isinstance(searcher, PopulationSearcher)
     first, second = (r.request_id for r in searcher.create_trials())
-    assert searcher.on_validation(first, {"loss": 0.9}) == []
-    assert searcher.on_validation(first, {"loss": 0.4, "accuracy": 0.8}) == []
-    assert searcher.on_validation(second, {"accuracy": 0.7}) == []  # no searcher metric
+    assert searcher.on_validation(first, {"loss": 0.9}, 1) == []
+    assert searcher.on_validation(first, {"loss": 0.4, "accuracy": 0.8}, 1) == []
+    assert searcher.on_validation(second, {"accuracy": 0.7}, 1) == []  # no searcher metric
     assert searcher.latest_metrics() == {first: 0.4, second: None}
     assert searcher.get_state()["trials"][first]["metric"] == 0.4
 
@@ -76,7 +76,7 @@ def test_unknown_or_repeated_exit_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown trial request 'r9999'"):
         searcher.on_trial_exit("r9999", ExitReason.COMPLETED)
     with pytest.raises(ValueError, match="unknown trial request 'nope'"):
-        searcher.on_validation("nope", {"loss": 1.0})
+        searcher.on_validation("nope", {"loss": 1.0}, 1)
     searcher.on_trial_exit(request.request_id, ExitReason.COMPLETED)
     with pytest.raises(ValueError, match="already exited"):
         searcher.on_trial_exit(request.request_id, ExitReason.COMPLETED)
@@ -96,17 +96,17 @@ def test_state_of_another_searcher_is_refused() -> None:
         random.set_state(grid_state)
 
 
-@pytest.mark.parametrize("name", ["adaptive_asha", "custom", None])
+@pytest.mark.parametrize("name", ["adaptive_simple", "custom", None])
 def test_unsupported_searcher_name_is_refused(name: str | None) -> None:
     with pytest.raises(NotSupportedYet, match=f"searcher {name!r} is not supported yet") as info:
         make_searcher(searcher_config(name), EVERY_TYPE, seed=0)
     assert info.value.details[0]["path"] == "searcher.name"
 
 
-def test_adaptive_asha_message_matches_the_config_error_contract() -> None:
+def test_unsupported_searcher_message_matches_the_config_error_contract() -> None:
     with pytest.raises(NotSupportedYet) as info:
-        make_searcher(searcher_config("adaptive_asha"), EVERY_TYPE, seed=0)
-    assert info.value.message == "searcher 'adaptive_asha' is not supported yet"
+        make_searcher(searcher_config("adaptive_simple"), EVERY_TYPE, seed=0)
+    assert info.value.message == "searcher 'adaptive_simple' is not supported yet"
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from shipyard.cli.render import (
     fields_table,
     fmt_number,
     fmt_time,
+    pareto_table,
     trials_table,
 )
 from shipyard.client import experiments
@@ -120,6 +121,11 @@ def describe(
     )
     if exp.trials:
         out.print(trials_table(exp.trials))
+    front = exp.searcher_summary.get("pareto_front")
+    if front:
+        objectives = exp.config.get("searcher", {}).get("objectives") or []
+        names = [o.get("metric", "") for o in objectives]
+        out.print(pareto_table(front, names, exp.trials))
 
 
 @app.command()

@@ -18,6 +18,7 @@ from shipyard.cli import (
     config_cmds,
     experiment_cmds,
     master_cmds,
+    search_cmds,
     trial_cmds,
 )
 from shipyard.cli.output import err, print_error
@@ -85,6 +86,7 @@ def main(
 app.command("up")(master_cmds.up)
 app.command("down")(master_cmds.down)
 app.command("status")(master_cmds.status)
+app.command("preview-search")(search_cmds.preview_search)
 app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and control experiments.")
 app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
 app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")

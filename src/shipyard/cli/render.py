@@ -111,26 +111,38 @@ def experiments_table(experiments: list[ExperimentSummary]) -> Table:
 
 
 def trials_table(trials: list[TrialSummary]) -> Table:
-    """Best and Last are the searcher metric's validation values."""
+    """Best and Last are the searcher metric's validation values; Rung (or PBT's round) and
+    the parent appear when the searcher has them."""
+    with_rungs = any(t.rung is not None for t in trials)
+    with_parents = any(t.parent_trial_id is not None for t in trials)
     table = Table()
     table.add_column("ID", justify="right")
     table.add_column("State", no_wrap=True)
+    if with_rungs:
+        table.add_column("Rung", justify="right")
+    if with_parents:
+        table.add_column("Parent", justify="right")
     table.add_column("Hyperparameters")
     table.add_column("Steps", justify="right")
     table.add_column("Best", justify="right")
     table.add_column("Last", justify="right")
     table.add_column("Restarts", justify="right")
+    table.add_column("Why it ended")
     for trial in trials:
-        add_row(
-            table,
-            str(trial.id),
-            styled_state(trial.state),
+        cells: list[str | Text] = [str(trial.id), styled_state(trial.state)]
+        if with_rungs:
+            cells.append("" if trial.rung is None else str(trial.rung))
+        if with_parents:
+            cells.append("" if trial.parent_trial_id is None else str(trial.parent_trial_id))
+        cells += [
             short_hparams(trial.hparams),
             str(trial.steps_completed),
             fmt_number(trial.best_validation),
             fmt_number(trial.latest_validation),
             str(trial.restarts),
-        )
+            trial.end_reason or "",
+        ]
+        add_row(table, *cells)
     return table
 
 
@@ -184,4 +196,20 @@ def metrics_table(metrics: list[MetricSummary]) -> Table:
             fmt_number(m.best),
             "-" if m.best_step is None else str(m.best_step),
         )
+    return table
+
+
+def pareto_table(
+    front: list[dict[str, Any]], objectives: list[str], trials: list[TrialSummary]
+) -> Table:
+    """A multi-objective search's non-dominated trials, one column per objective."""
+    by_request = {t.request_id: t.id for t in trials}
+    table = Table(title="Pareto front")
+    table.add_column("Trial", justify="right")
+    for name in objectives:
+        table.add_column(name, justify="right")
+    for member in front:
+        trial_id = by_request.get(member.get("request_id", ""))
+        values = [fmt_number(v) for v in member.get("values", [])]
+        add_row(table, "" if trial_id is None else str(trial_id), *values)
     return table

@@ -41,6 +41,37 @@ class CreateExperimentRequest(BaseModel):
     config_file: str = Field("config.yaml", description="file name, for error messages")
 
 
+class PreviewSearchRequest(BaseModel):
+    config_yaml: str = Field(description="The experiment config as YAML (or JSON) text")
+    config_file: str = Field("config.yaml", description="file name, for error messages")
+
+
+class PreviewRung(BaseModel):
+    rung: int
+    trials: int  # how many trials reach this rung (expected, for asynchronous searchers)
+    length: int  # how far a trial trains by the end of this rung, in the searcher's unit
+
+
+class PreviewBracket(BaseModel):
+    bracket: int
+    trials: int
+    rungs: list[PreviewRung]
+    compute: float
+
+
+class SearchPreview(BaseModel):
+    """What a search will run, worked out from its config alone (`shipyard preview-search`)."""
+
+    searcher: str
+    unit: str  # the time_metric, "steps", or "trials" when the search sets no length
+    brackets: list[PreviewBracket] = []
+    total_trials: int
+    compute: float
+    random_search_compute: float  # the same trials, each trained to the full length
+    ratio: float | None = None  # compute / random_search_compute
+    note: str | None = None
+
+
 class MetricSummary(BaseModel):
     name: str
     group: str  # "training" or "validation"
@@ -69,6 +100,14 @@ class TrialSummary(BaseModel):
     slots: list[str] = []
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    # The searcher's view: rung (ASHA, Hyperband) or round (PBT), its note on the trial.
+    rung: int | None = None
+    searcher_info: dict[str, Any] = {}
+    target_length: int | None = None  # how far the searcher lets it train now
+    parent_trial_id: int | None = None  # PBT: the trial whose checkpoint it started from
+    # Why it ended ("completed", "searcher stop: ...", "errored: ...", "canceled"), or why
+    # a live trial waits ("waiting for the searcher: ...").
+    end_reason: str | None = None
 
 
 class TrialDetail(TrialSummary):
@@ -103,6 +142,9 @@ class ExperimentDetail(ExperimentSummary):
     config: dict[str, Any]
     context_id: str | None
     trials: list[TrialSummary] = []
+    # What the searcher says of the whole search: brackets (ASHA), lineage (PBT), the
+    # Pareto front (multi-objective Optuna).
+    searcher_summary: dict[str, Any] = {}
 
 
 class CheckpointInfo(BaseModel):

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from shipyard.common.errors import InvalidRequest
-from shipyard.core._env import env_json, env_str
+from shipyard.core._env import env_int, env_json, env_str
 from shipyard.core.checkpoint import CheckpointContext, LocalCheckpoint, MasterCheckpoint
 from shipyard.core.distributed import DistributedContext, SingleProcessDistributed
 from shipyard.core.info import Info, info_from_env
@@ -103,13 +103,14 @@ def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Conte
 
     assert info.trial_id is not None  # info_from_env requires it when a master is set
     http = JsonHttp(master)
-    signals = SignalPoller(http, info.trial_id)
+    signals = SignalPoller(http, info.trial_id, target=env_int("SHIPYARD_SEARCHER_TARGET"))
+    train = MasterTrain(http, info.trial_id, info.run_id)
     return Context(
         info=info,
-        train=MasterTrain(http, info.trial_id, info.run_id),
+        train=train,
         checkpoint=MasterCheckpoint(_storage_from_env, info, http),
         preempt=MasterPreempt(signals),
-        searcher=MasterSearcher(signals),
+        searcher=MasterSearcher(signals, http, info.trial_id, info.run_id, train),
         distributed=distributed,
         on_close=[signals.close, http.close],
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shipyard.common.errors import ShipyardError
@@ -23,13 +24,15 @@ FIRST_ASK_TIMEOUT_S = 5.0
 
 
 class SignalPoller:
-    def __init__(self, http: JsonHttp, trial_id: int) -> None:
+    def __init__(self, http: JsonHttp, trial_id: int, target: int | None = None) -> None:
         self._http = http
         self._path = f"/api/v1/trials/{trial_id}/signals"
         self._version = 0
         self.preempt = False
         self.stop = False
+        self.target = target  # the searcher's current target length for this trial
         self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._started = False
         self._closing = threading.Event()
 
@@ -52,11 +55,25 @@ class SignalPoller:
             "GET", f"{self._path}?wait_s={wait_s}&version={self._version}", timeout_s=timeout_s
         )
         if isinstance(answer, dict):
-            self.preempt = bool(answer.get("preempt", False))
-            self.stop = bool(answer.get("stop", False))
+            self.update(answer)
             version = answer.get("version")
             if isinstance(version, int):
                 self._version = version
+
+    def update(self, answer: dict) -> None:
+        """Take the flags of a master's answer and wake whoever waits for a change."""
+        with self._changed:
+            self.preempt = bool(answer.get("preempt", self.preempt))
+            self.stop = bool(answer.get("stop", self.stop))
+            target = answer.get("target", self.target)
+            self.target = target if isinstance(target, int) else None
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        """Block until predicate() holds after an answer, or timeout; returns predicate()."""
+        self.ensure_started()
+        with self._changed:
+            return self._changed.wait_for(predicate, timeout_s)
 
     def _run(self) -> None:
         try:

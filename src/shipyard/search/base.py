@@ -14,10 +14,17 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TrialRequest:
-    """Ask the orchestrator for one trial: hparams is the plain nested dict of values."""
+    """Ask the orchestrator for one trial: hparams is the plain nested dict of values.
+
+    target: how far the trial should train first, in the searcher's time unit (the
+    time_metric, or steps_completed when the config uses max_length); None: no target.
+    parent_request_id: start from that trial's latest checkpoint (PBT's exploit step).
+    """
 
     request_id: str
     hparams: dict[str, Any] = field(default_factory=dict)
+    target: int | None = None
+    parent_request_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -27,9 +34,24 @@ class Create:
 
 @dataclass(frozen=True)
 class Stop:
-    """Stop a running trial early; it must reach the trial (Core API should_stop)."""
+    """Stop a trial early; it must reach the trial (Core API should_stop).
+
+    reason is shown to the user as why the trial stopped."""
 
     request_id: str
+    reason: str = "stopped by the searcher"
+
+
+@dataclass(frozen=True)
+class SetTarget:
+    """Let a trial train further: up to `target` in the searcher's time unit.
+
+    A trial that reached its target waits (holding no slot) until it gets a new target or
+    a Stop; the searcher must answer every trial that reached its target with one of them.
+    """
+
+    request_id: str
+    target: int
 
 
 @dataclass(frozen=True)
@@ -39,7 +61,7 @@ class Shutdown:
     failure: bool = False
 
 
-Action = Create | Stop | Shutdown
+Action = Create | Stop | SetTarget | Shutdown
 
 
 class ExitReason(StrEnum):
@@ -57,8 +79,14 @@ class Searcher(ABC):
         """The trials to start with; called once per search."""
 
     @abstractmethod
-    def on_validation(self, request_id: str, metrics: dict[str, Any]) -> list[Action]:
-        """A trial reported validation metrics (they may lack the searcher metric)."""
+    def on_validation(
+        self, request_id: str, metrics: dict[str, Any], steps_completed: int
+    ) -> list[Action]:
+        """A trial reported validation metrics (they may lack the searcher metric).
+
+        The trial's time is metrics[time_metric] when the config names a time_metric,
+        else steps_completed. A value that is NaN, inf or not a number is the worst value.
+        """
 
     @abstractmethod
     def on_trial_exit(self, request_id: str, reason: ExitReason) -> list[Action]:
@@ -67,6 +95,16 @@ class Searcher(ABC):
     @abstractmethod
     def progress(self) -> float:
         """How far the search is, from 0 to 1."""
+
+    def trial_summary(self, request_id: str) -> dict[str, Any]:
+        """What the searcher knows of one trial, for `experiment describe` (JSON-able):
+        e.g. {"rung": 2, "bracket": 0} for ASHA, {"round": 3} for PBT."""
+        return {}
+
+    def summary(self) -> dict[str, Any]:
+        """What the searcher knows of the whole search, for `experiment describe`
+        (JSON-able): e.g. {"pareto_front": [request ids]} for a multi-objective search."""
+        return {}
 
     @abstractmethod
     def get_state(self) -> dict[str, Any]:

@@ -27,6 +27,16 @@ def request_id_for(index: int) -> str:
     return f"r{index + 1:04d}"
 
 
+def known_trial(trials: dict[str, Any], request_id: str, kind: str, created: int) -> Any:
+    """trials[request_id]; a ValueError naming the searcher for an id it never created."""
+    trial = trials.get(request_id)
+    if trial is None:
+        raise ValueError(
+            f"{kind} searcher: unknown trial request {request_id!r} (it created {created} requests)"
+        )
+    return trial
+
+
 class PopulationSearcher(Searcher):
     kind: str = "population"  # recorded in the state, checked by set_state
 
@@ -51,7 +61,9 @@ class PopulationSearcher(Searcher):
         self._started = True
         return self._fill_free_slots()
 
-    def on_validation(self, request_id: str, metrics: dict[str, Any]) -> list[Action]:
+    def on_validation(
+        self, request_id: str, metrics: dict[str, Any], steps_completed: int
+    ) -> list[Action]:
         trial = self._trial(request_id)
         value = metrics.get(self.options.metric)
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
@@ -123,10 +135,4 @@ class PopulationSearcher(Searcher):
         return requests
 
     def _trial(self, request_id: str) -> dict[str, Any]:
-        trial = self._trials.get(request_id)
-        if trial is None:
-            raise ValueError(
-                f"{self.kind} searcher: unknown trial request {request_id!r} "
-                f"(it created {len(self._trials)} requests)"
-            )
-        return trial
+        return known_trial(self._trials, request_id, self.kind, len(self._trials))

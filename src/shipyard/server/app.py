@@ -16,7 +16,15 @@ from shipyard.backends.registry import backend_class
 from shipyard.common.errors import InvalidRequest, ShipyardError
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.routers import checkpoints, contexts, experiments, master, trial_side, trials
+from shipyard.server.routers import (
+    checkpoints,
+    contexts,
+    experiments,
+    master,
+    searcher,
+    trial_side,
+    trials,
+)
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.state import MasterState
@@ -58,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="REST API of the Shipyard master",
         lifespan=lifespan,
     )
-    for module in (master, contexts, experiments, trials, trial_side, checkpoints):
+    for module in (master, contexts, experiments, trials, trial_side, checkpoints, searcher):
         app.include_router(module.router, prefix="/api/v1")
     _install_error_handlers(app)
     return app

@@ -112,6 +112,16 @@ class Trial(Base):
     exit_reason: Mapped[str | None] = mapped_column(Text, nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # The searcher's view (migration 0002). target_length: how far the searcher lets the
+    # trial train now, in its time unit; searcher_time: where the trial's latest validation
+    # says it is. waiting_for_searcher: the trial reached its target and exited to wait for
+    # the next one; it is launched again only once target_length > searcher_time.
+    target_length: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    searcher_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    waiting_for_searcher: Mapped[bool] = mapped_column(Boolean, default=False)
+    stop_deadline: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    parent_trial_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    searcher_info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class SearcherEvent(Base):

@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     backend: str = "local"
     max_context_mb: int = 96
     preempt_timeout_s: float = 60.0  # a trial asked to stop is killed after this long
+    # A trial the searcher stopped that has not exited after this long is terminated.
+    stop_grace_s: float = 60.0
     kill_grace_s: float = 10.0
     poll_interval_s: float = 1.0
 

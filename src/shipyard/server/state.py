@@ -27,18 +27,16 @@ class MasterState:
     orchestrator: Orchestrator
     started_at: datetime
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
-    _metrics_by_experiment: dict[int, str | None] = field(default_factory=dict)
+    _searcher_by_experiment: dict[int, dict] = field(default_factory=dict)
 
-    def searcher_metric(self, experiment_id: int, *, session: Session) -> str | None:
-        """The searcher metric of an experiment (its config never changes: cached)."""
-        if experiment_id not in self._metrics_by_experiment:
+    def searcher_config(self, experiment_id: int, *, session: Session) -> dict:
+        """The searcher section of an experiment's config (it never changes: cached)."""
+        if experiment_id not in self._searcher_by_experiment:
             config = session.scalar(
                 select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
             )
-            self._metrics_by_experiment[experiment_id] = (
-                (config or {}).get("searcher", {}).get("metric")
-            )
-        return self._metrics_by_experiment[experiment_id]
+            self._searcher_by_experiment[experiment_id] = (config or {}).get("searcher", {})
+        return self._searcher_by_experiment[experiment_id]
 
 
 def master(request: Request) -> MasterState:

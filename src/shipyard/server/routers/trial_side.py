@@ -38,17 +38,18 @@ def report_trial_metrics(
     reports = body.get("reports")
     if not isinstance(reports, list):
         raise InvalidRequest("reports must be a list")
-    woke = False
     with m.metric_keys.transaction(), m.db.write() as s:
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
-        metric = m.searcher_metric(trial.experiment_id, session=s)
+        searcher = m.searcher_config(trial.experiment_id, session=s)
         for v in validations:
-            if metric in v["metrics"]:
-                searching.record_validation(trial, v["metrics"], v["steps_completed"], session=s)
-                woke = True
-    if woke:
+            # Every validation: one without the searcher metric or time_metric is a
+            # decision too (the worst value; a stop with the reason).
+            searching.record_validation(
+                trial, searcher, v["metrics"], v["steps_completed"], session=s
+            )
+    if validations:
         m.orchestrator.wake(Reason.EVENT)
     return {"stored": len(reports)}
 
@@ -64,6 +65,19 @@ def report_checkpoint(
         exp = s.get(orm.Experiment, trial.experiment_id)
         ckpt = checkpoints.register(trial, body, base_path=exp.checkpoint_base, session=s)
         return {"uuid": ckpt.uuid}
+
+
+@router.post("/trials/{trial_id}/searcher/wait", operation_id="wait_for_searcher")
+def wait_for_searcher(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    """The trial reached its target and found no new one: it asks to wait without holding
+    a slot. If a new target came meanwhile, the answer says so and the trial goes on."""
+    with m.db.write() as s:
+        trial = get_trial_row(trial_id, s)
+        _running(trial, body.get("run_id"))
+        wait = searching.park(trial)
+        return {"wait": wait, "target": trial.target_length, "stop": trial.stop_requested}
 
 
 @router.post("/trials/{trial_id}/progress", operation_id="report_trial_progress")
@@ -85,7 +99,8 @@ async def get_trial_signals(
     wait_s: float = Query(0, ge=0, le=120),
     m: MasterState = Depends(master),
 ) -> dict:
-    """Long-poll: answers when the master asks the trial to preempt or stop, or after wait_s."""
+    """Long-poll: answers when the master asks the trial to preempt or stop or gives it a
+    new target length, or after wait_s."""
     if wait_s:
         await m.hub.wait(trial_id, version, wait_s)
 
@@ -97,6 +112,7 @@ async def get_trial_signals(
                 "version": version,
                 "preempt": bool(trial.preempt_requested),
                 "stop": bool(trial.stop_requested),
+                "target": trial.target_length,
             }
 
     return await run_in_threadpool(read)

@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
+from shipyard.common.config import load_config
 from shipyard.common.states import ExperimentState, TrialState
-from shipyard.search import Create, ExitReason, Shutdown, Stop, make_searcher
+from shipyard.search import (
+    Create,
+    ExitReason,
+    Searcher,
+    SetTarget,
+    Shutdown,
+    Stop,
+    TrialRequest,
+    make_searcher,
+)
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
 
@@ -23,17 +35,62 @@ def trial_seed(experiment_seed: int, request_id: str) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+@dataclass
+class Outcome:
+    """What one pass over an experiment's events changed that a running trial must hear."""
+
+    signaled: list[int] = field(default_factory=list)  # stop or new target: wake its long-poll
+
+
+class SearcherCache:
+    """Live searchers by experiment, so a pass does not rebuild one from its JSON state
+    (cheap for ASHA, not for an Optuna study). An entry is trusted only while its sequence
+    number equals the one saved in the database: a rolled-back pass leaves them unequal."""
+
+    def __init__(self) -> None:
+        self._live: dict[int, tuple[int, Searcher]] = {}
+
+    def take(self, exp: orm.Experiment) -> Searcher:
+        state = exp.searcher_state or {}
+        cached = self._live.pop(exp.id, None)
+        if cached is not None and cached[0] == state.get("seq"):
+            return cached[1]
+        searcher = make_searcher(state["config"], state["space"], exp.seed)
+        searcher.set_state(state["state"])
+        return searcher
+
+    def keep(self, exp_id: int, seq: int, searcher: Searcher) -> None:
+        self._live[exp_id] = (seq, searcher)
+
+    def forget(self, exp_id: int) -> None:
+        self._live.pop(exp_id, None)
+
+
+def preview(config_yaml: str, config_file: str) -> dict:
+    """The plan of a search (search/preview.py), from a config that is checked first."""
+    from shipyard.search.preview import preview as preview_search  # rarely used: load late
+
+    cfg = load_config(config_yaml, config_file)
+    seed = cfg.to_json_dict().get("reproducibility", {}).get("experiment_seed") or 0
+    return preview_search(cfg.searcher_dict(), cfg.hyperparameter_space(), seed)
+
+
 def start(exp: orm.Experiment, searcher_config: dict, space: dict, *, session: Session) -> None:
     """Create the searcher of a new experiment and its first trials."""
     searcher = make_searcher(searcher_config, space, exp.seed)
-    exp.searcher_state = {"config": searcher_config, "space": space, "state": None}
-    for request in searcher.create_trials():
+    exp.searcher_state = {"config": searcher_config, "space": space, "state": None, "seq": 0}
+    requests = searcher.create_trials()
+    for request in requests:
         _create_trial(session, exp, request)
-    _save(exp, searcher)
+    session.flush()
+    _save(session, exp, searcher, {r.request_id for r in requests})
 
 
-def consume_events(exp: orm.Experiment, *, session: Session) -> list[int]:
-    """Process the experiment's pending events; returns trials whose stop flag was set."""
+def consume_events(
+    exp: orm.Experiment, *, session: Session, cache: SearcherCache, stop_grace_s: float
+) -> tuple[Outcome, Searcher]:
+    """Process the experiment's pending events. The caller keeps the returned searcher in
+    the cache once the transaction has committed."""
     events = list(
         session.scalars(
             select(orm.SearcherEvent)
@@ -44,52 +101,90 @@ def consume_events(exp: orm.Experiment, *, session: Session) -> list[int]:
             .order_by(orm.SearcherEvent.id)
         )
     )
-    state = exp.searcher_state or {}
-    searcher = make_searcher(state["config"], state["space"], exp.seed)
-    searcher.set_state(state["state"])
-    stopped: list[int] = []
+    searcher = cache.take(exp)
+    outcome = Outcome()
+    touched: set[str] = set()
     for event in events:
         event.processed = True
         if ExperimentState(exp.state).terminal:
             continue
         request_id = event.payload["request_id"]
+        touched.add(request_id)
         try:
             if event.kind == "validation":
-                actions = searcher.on_validation(request_id, event.payload["metrics"])
+                actions = searcher.on_validation(
+                    request_id, event.payload["metrics"], event.payload["steps_completed"]
+                )
             else:
                 actions = searcher.on_trial_exit(request_id, ExitReason(event.payload["reason"]))
         except ValueError:
             log.exception("searcher refused event %s of experiment %s", event.id, exp.id)
             continue
-        stopped += _apply(session, exp, actions)
-    _save(exp, searcher)
-    return stopped
+        _apply(session, exp, actions, outcome, touched, stop_grace_s)
+    session.flush()
+    _save(session, exp, searcher, touched)
+    return outcome, searcher
 
 
-def _apply(session: Session, exp: orm.Experiment, actions: list) -> list[int]:
-    stopped = []
+def _trial_by_request(session: Session, exp: orm.Experiment, request_id: str) -> orm.Trial | None:
+    return session.scalar(
+        select(orm.Trial).where(
+            orm.Trial.experiment_id == exp.id, orm.Trial.request_id == request_id
+        )
+    )
+
+
+def _apply(
+    session: Session,
+    exp: orm.Experiment,
+    actions: list,
+    outcome: Outcome,
+    touched: set[str],
+    stop_grace_s: float,
+) -> None:
     for action in actions:
         if isinstance(action, Create):
             _create_trial(session, exp, action.request)
-        elif isinstance(action, Stop):
-            trial = session.scalar(
-                select(orm.Trial).where(
-                    orm.Trial.experiment_id == exp.id, orm.Trial.request_id == action.request_id
-                )
-            )
-            if trial is not None and not TrialState(trial.state).terminal:
-                trial.stop_requested = True
-                stopped.append(trial.id)
+            touched.add(action.request.request_id)
+        elif isinstance(action, Stop | SetTarget):
+            trial = _trial_by_request(session, exp, action.request_id)
+            touched.add(action.request_id)
+            if trial is None or TrialState(trial.state).terminal:
+                continue
+            if isinstance(action, SetTarget):
+                trial.target_length = action.target
+            else:
+                _stop(session, trial, action.reason, outcome, stop_grace_s)
+            outcome.signaled.append(trial.id)
         elif isinstance(action, Shutdown):
             exp.searcher_done = True
             if action.failure:
                 exp.state = ExperimentState.ERRORED
                 exp.ended_at = utcnow()
-    return stopped
 
 
-def _create_trial(session: Session, exp: orm.Experiment, request) -> None:
+def _stop(
+    session: Session, trial: orm.Trial, reason: str, outcome: Outcome, grace_s: float
+) -> None:
+    trial.stop_requested = True
+    trial.exit_reason = reason
+    if trial.state in (TrialState.STARTING, TrialState.RUNNING):
+        # It hears the stop through its long-poll; past the deadline it is terminated.
+        trial.stop_deadline = utcnow() + timedelta(seconds=grace_s)
+        return
+    # Not running (queued, paused, or waiting for a new target): it ends here and now.
+    trial.state = TrialState.STOPPED
+    trial.ended_at = utcnow()
+    session.add(exit_event(trial, ExitReason.STOPPED))
+
+
+def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) -> None:
     waiting = ExperimentState(exp.state) == ExperimentState.PAUSED
+    parent = (
+        _trial_by_request(session, exp, request.parent_request_id)
+        if request.parent_request_id
+        else None
+    )
     session.add(
         orm.Trial(
             experiment_id=exp.id,
@@ -98,15 +193,51 @@ def _create_trial(session: Session, exp: orm.Experiment, request) -> None:
             hparams=request.hparams,
             seed=trial_seed(exp.seed, request.request_id),
             state=TrialState.PAUSED if waiting else TrialState.QUEUED,
+            target_length=request.target,
+            # PBT's exploit: the new trial starts from its parent's latest checkpoint.
+            parent_trial_id=parent.id if parent else None,
+            latest_checkpoint=parent.latest_checkpoint if parent else None,
+            steps_completed=parent.steps_completed if parent else 0,
         )
     )
 
 
-def _save(exp: orm.Experiment, searcher) -> None:
+def _save(session: Session, exp: orm.Experiment, searcher: Searcher, touched: set[str]) -> None:
     state = dict(exp.searcher_state or {})
     state["state"] = searcher.get_state()
+    state["summary"] = searcher.summary()
+    state["seq"] = int(state.get("seq", 0)) + 1
     exp.searcher_state = state
     exp.progress = searcher.progress()
+    for request_id in touched:
+        session.execute(
+            update(orm.Trial)
+            .where(orm.Trial.experiment_id == exp.id, orm.Trial.request_id == request_id)
+            .values(searcher_info=searcher.trial_summary(request_id) or None)
+        )
+
+
+def saved_seq(exp: orm.Experiment) -> int:
+    return int((exp.searcher_state or {}).get("seq", 0))
+
+
+def park(trial: orm.Trial) -> bool:
+    """A trial that reached its target asks to wait for the searcher's next one. True: it
+    may exit and is launched again when a new target comes; False: it goes on (a new
+    target came meanwhile, or it was stopped)."""
+    if trial.stop_requested or trial.target_length is None or target_ahead(trial):
+        return False
+    trial.waiting_for_searcher = True
+    return True
+
+
+def target_ahead(trial: orm.Trial) -> bool:
+    """The searcher lets the trial train beyond where its latest validation put it."""
+    return (
+        trial.target_length is not None
+        and trial.searcher_time is not None
+        and trial.target_length > trial.searcher_time
+    )
 
 
 def finish_if_done(exp: orm.Experiment, *, session: Session) -> bool:
@@ -135,8 +266,22 @@ def exit_event(trial: orm.Trial, reason: ExitReason) -> orm.SearcherEvent:
     )
 
 
-def record_validation(trial, metrics: dict, steps_completed: int, *, session: Session) -> None:
-    """Queue a validation for the searcher (Core insert: this is on the metrics hot path)."""
+def searcher_time(searcher_config: dict, metrics: dict, steps_completed: int) -> float | None:
+    """Where a validation puts the trial in the searcher's time unit (None: not reported)."""
+    time_metric = searcher_config.get("time_metric")
+    if not time_metric:
+        return float(steps_completed)
+    value = metrics.get(time_metric)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def record_validation(
+    trial, searcher_config: dict, metrics: dict, steps_completed: int, *, session: Session
+) -> None:
+    """Queue a validation for the searcher and note the trial's searcher time, in the
+    transaction that stores the metrics (Core statements: this is the metrics hot path)."""
     session.execute(
         insert(orm.SearcherEvent).values(
             experiment_id=trial.experiment_id,
@@ -150,3 +295,8 @@ def record_validation(trial, metrics: dict, steps_completed: int, *, session: Se
             },
         )
     )
+    time = searcher_time(searcher_config, metrics, steps_completed)
+    if time is not None:
+        session.execute(
+            update(orm.Trial).where(orm.Trial.id == trial.id).values(searcher_time=time)
+        )

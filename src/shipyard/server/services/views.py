@@ -8,8 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
+from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import metrics
+from shipyard.server.services import metrics, searching
 
 
 def _searcher(exp: orm.Experiment) -> dict:
@@ -50,6 +51,11 @@ def trial_summaries(
             slots=list(t.slots or []),
             started_at=t.started_at,
             ended_at=t.ended_at,
+            rung=_rung(t.searcher_info),
+            searcher_info=t.searcher_info or {},
+            target_length=t.target_length,
+            parent_trial_id=t.parent_trial_id,
+            end_reason=end_reason(t),
         )
         out.append(
             api.TrialDetail(
@@ -63,6 +69,27 @@ def trial_summaries(
             else api.TrialSummary(**fields)
         )
     return out
+
+
+def _rung(info: dict | None) -> int | None:
+    value = (info or {}).get("rung", (info or {}).get("round"))
+    return value if isinstance(value, int) else None
+
+
+def end_reason(trial: orm.Trial) -> str | None:
+    """Why a trial ended, in the words `experiment describe` shows."""
+    state = TrialState(trial.state)
+    if state == TrialState.COMPLETED:
+        return "completed"
+    if state == TrialState.STOPPED:
+        return f"searcher stop: {trial.exit_reason or 'stopped by the searcher'}"
+    if state == TrialState.ERRORED:
+        return f"errored: {trial.exit_reason}" if trial.exit_reason else "errored"
+    if state == TrialState.CANCELED:
+        return "canceled"
+    if trial.waiting_for_searcher and not searching.target_ahead(trial):
+        return f"waiting for the searcher at {trial.searcher_time or 0:g}"
+    return None
 
 
 def _workspace_name(workspace_id: int, session: Session) -> str:
@@ -115,6 +142,7 @@ def experiment_detail(exp: orm.Experiment, *, session: Session) -> api.Experimen
         config=exp.config,
         context_id=exp.context_id,
         trials=trials,
+        searcher_summary=(exp.searcher_state or {}).get("summary") or {},
     )
 
 

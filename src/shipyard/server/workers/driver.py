@@ -11,11 +11,14 @@ from shipyard.server.services import searching
 
 
 class ExperimentDriver:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, stop_grace_s: float) -> None:
         self.db = db
+        self.stop_grace_s = stop_grace_s
+        self.searchers = searching.SearcherCache()
 
     def step(self) -> list[int]:
-        """Process pending searcher events; returns trials whose stop flag was set."""
+        """Process pending searcher events; returns the running trials told to stop or
+        given a new target, whose long-polls must wake."""
         with self.db.read() as s:
             pending = set(
                 s.scalars(
@@ -24,11 +27,18 @@ class ExperimentDriver:
                     )
                 )
             )
-        stopped: list[int] = []
+        signaled: list[int] = []
         for exp_id in sorted(pending):
             with self.db.write() as s:
-                stopped += searching.consume_events(s.get(orm.Experiment, exp_id), session=s)
-        return stopped
+                exp = s.get(orm.Experiment, exp_id)
+                outcome, searcher = searching.consume_events(
+                    exp, session=s, cache=self.searchers, stop_grace_s=self.stop_grace_s
+                )
+                seq = searching.saved_seq(exp)
+            # Kept only after the commit: a failed pass leaves no cached searcher behind.
+            self.searchers.keep(exp_id, seq, searcher)
+            signaled += outcome.signaled
+        return signaled
 
     def finish_experiments(self) -> None:
         with self.db.read() as s:

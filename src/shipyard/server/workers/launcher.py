@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from shipyard.backends.base import Slot, TrialLaunchSpec
+from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.services.contexts import unpack_context
 from shipyard.server.settings import Settings
@@ -62,6 +63,10 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+def _optional(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
 def build_spec(
     settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
 ) -> TrialLaunchSpec:
@@ -74,7 +79,7 @@ def build_spec(
         }
     )
     searcher = config.get("searcher", {})
-    max_length = searcher.get("max_length")
+    max_length = full_length(searcher)
     env.update(
         {
             "SHIPYARD_MASTER": settings.master_url,
@@ -89,7 +94,9 @@ def build_spec(
             ),
             "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
             "SHIPYARD_SEARCHER_METRIC": searcher.get("metric") or "",
-            "SHIPYARD_SEARCHER_MAX_LENGTH": "" if max_length is None else str(max_length),
+            "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),
+            "SHIPYARD_SEARCHER_TARGET": _optional(trial.target_length),
+            "SHIPYARD_SEARCHER_TIME_METRIC": searcher.get("time_metric") or "",
             "SHIPYARD_SLOT_IDS": ",".join(s.id for s in slots),
             "SHIPYARD_RANK": "0",
             "SHIPYARD_LOCAL_RANK": "0",

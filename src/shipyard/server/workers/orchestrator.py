@@ -3,9 +3,9 @@ so no two threads ever race over a trial's state. HTTP handlers only record fact
 experiment, a metric, a pause) and wake this thread, saying why.
 
 A wake runs only the phases its reasons concern (a validation needs the searcher, not the
-scheduler); a timeout, every poll interval, runs them all, which also catches anything a
-reason missed. Housekeeping (checkpoint retention) runs every few seconds, off the path
-from one trial's exit to the next trial's launch.
+scheduler); once every poll interval a pass runs them all, which also catches anything a
+reason missed and checks deadlines. Housekeeping (checkpoint retention) runs every few
+seconds, off the path from one trial's exit to the next trial's launch.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Orchestrator:
         self.db = db
         self.backend = backend
         self.hub = hub
-        self.driver = ExperimentDriver(db)
+        self.driver = ExperimentDriver(db, settings.stop_grace_s)
         self.supervisor = Supervisor(settings, db, backend, hub)
         self._reasons: set[Reason] = set()
         self._lock = threading.Lock()
@@ -71,15 +71,21 @@ class Orchestrator:
         self.backend.close()
 
     def _run(self) -> None:
+        last_full_pass = time.monotonic()
         while not self._stop.is_set():
-            woken = self._wake.wait(self.settings.poll_interval_s)
+            self._wake.wait(self.settings.poll_interval_s)
             self._wake.clear()
             with self._lock:
                 reasons, self._reasons = self._reasons, set()
             if self._stop.is_set():
                 return
+            # A full pass every poll interval, even while wakes keep coming (trials that
+            # report every few milliseconds): deadlines are checked only there.
+            full = time.monotonic() - last_full_pass >= self.settings.poll_interval_s
+            if full:
+                last_full_pass = time.monotonic()
             try:
-                self.step(reasons if woken else None)
+                self.step(None if full else reasons)
                 self._housekeeping()
             except Exception:  # noqa: BLE001 - keep the master alive; the next step retries
                 log.exception("orchestrator step failed")

@@ -7,7 +7,7 @@ import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, Slot
 from shipyard.common.states import ExperimentState, TrialState
@@ -24,6 +24,12 @@ from shipyard.server.workers.launcher import build_spec
 log = logging.getLogger(__name__)
 
 _HOLDING = (TrialState.STARTING, TrialState.RUNNING)
+
+# A queued trial may launch unless it waits for a target its searcher has not given yet.
+_LAUNCHABLE = (orm.Trial.state == TrialState.QUEUED) & or_(
+    orm.Trial.waiting_for_searcher.is_(False),
+    orm.Trial.target_length > orm.Trial.searcher_time,
+)
 
 
 def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
@@ -77,9 +83,7 @@ class Supervisor:
 
     def schedule(self) -> int:
         with self.db.read() as s:
-            has_queued = s.scalar(
-                select(orm.Trial.id).where(orm.Trial.state == TrialState.QUEUED).limit(1)
-            )
+            has_queued = s.scalar(select(orm.Trial.id).where(_LAUNCHABLE).limit(1))
         if has_queued is None:
             return 0
         launches = []
@@ -95,10 +99,7 @@ class Supervisor:
             rows = s.execute(
                 select(orm.Trial, orm.Experiment)
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
-                .where(
-                    orm.Trial.state == TrialState.QUEUED,
-                    orm.Experiment.state == ExperimentState.ACTIVE,
-                )
+                .where(_LAUNCHABLE, orm.Experiment.state == ExperimentState.ACTIVE)
             ).all()
             requests = [
                 scheduler.Request(
@@ -121,6 +122,7 @@ class Supervisor:
                 trial.log_lines = 0
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
+                trial.waiting_for_searcher = False
                 trial.started_at = trial.started_at or utcnow()
                 launches.append((trial, exp, placed[trial.id]))
         for trial, exp, slots in launches:
@@ -178,19 +180,27 @@ class Supervisor:
                 trial.state = TrialState.CANCELED
                 trial.exit_reason = "the experiment was killed"
                 s.add(searching.exit_event(trial, ExitReason.CANCELED))
-            elif clean_exit and (
-                trial.stop_requested
-                or not trial.preempt_requested
-                or _reached_max_length(trial, exp)
+            elif trial.stop_requested:
+                # The searcher stopped it: after its final checkpoint, or terminated when
+                # the grace period ran out, it ends as the searcher's decision.
+                trial.state = TrialState.STOPPED
+                if not clean_exit:
+                    trial.exit_reason = f"{trial.exit_reason}; then {reason}"
+                s.add(searching.exit_event(trial, ExitReason.STOPPED))
+            elif (
+                clean_exit
+                and not trial.waiting_for_searcher
+                and (not trial.preempt_requested or _reached_max_length(trial, exp))
             ):
                 # A trial that finished its work ends, even if a pause came meanwhile.
-                trial.state = TrialState.STOPPED if trial.stop_requested else TrialState.COMPLETED
-                reason_enum = ExitReason.STOPPED if trial.stop_requested else ExitReason.COMPLETED
+                trial.state = TrialState.COMPLETED
                 trial.exit_reason = None
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
-                s.add(searching.exit_event(trial, reason_enum))
-            elif trial.preempt_requested:
+                s.add(searching.exit_event(trial, ExitReason.COMPLETED))
+            elif trial.preempt_requested or (clean_exit and trial.waiting_for_searcher):
+                # Preempted (it resumes from its checkpoint), or it reached its searcher
+                # target and waits for the next one: either way it holds no slot.
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
                 paused = ExperimentState(exp.state) == ExperimentState.PAUSED
@@ -233,6 +243,8 @@ class Supervisor:
             state = ExperimentState(exp_state)
             if state == ExperimentState.CANCELED:
                 to_kill.append(trial.id)
+            elif trial.stop_deadline is not None and trial.stop_deadline < now:
+                to_kill.append(trial.id)  # the searcher stopped it and it did not exit in time
             elif state == ExperimentState.PAUSED and trial.preempt_deadline is None:
                 needs_flag.append(trial.id)
             elif state == ExperimentState.PAUSED and trial.preempt_deadline < now:
