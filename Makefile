@@ -77,6 +77,7 @@ bench: setup
 	python bench/step_overhead.py
 	python bench/hpo_quality.py
 	python bench/searcher_decision_time.py
+	python bench/stop_latency.py
 	python bench/hpo_throughput.py
 
 clean:

@@ -4,6 +4,8 @@ trial that ignores it), and a search goes on unchanged after kill -9 of the mast
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -251,11 +253,75 @@ def test_multi_objective_search_shows_its_pareto_front(master):
     for other in set(values) - members:  # and everyone else is beaten by someone
         assert any(dominates(v, values[other]) for v in values.values())
 
-    shown = subprocess.run(
-        [str(SHIPYARD), "--master", master.url, "experiment", "describe", str(done["id"])],
+    shown = shipyard_cli(master, "experiment", "describe", str(done["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "Pareto front" in shown.stdout
+
+
+def shipyard_cli(master, *args: str) -> subprocess.CompletedProcess:
+    """The installed command, with a terminal wide enough for whole table headers."""
+    return subprocess.run(
+        [str(SHIPYARD), "--master", master.url, *args],
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def test_preview_search_shows_rungs_and_compute_without_running_anything(master):
+    config = str(QUADRATIC / "asha.yaml")
+    shown = shipyard_cli(master, "preview-search", config)
     assert shown.returncode == 0, shown.stderr
-    assert "Pareto front" in shown.stdout
+    assert "Trials: 16" in shown.stdout
+    assert "1024 batches" in shown.stdout  # 16 trials x 64 batches for random search
+    assert "This search: 160 batches (16% of the random search)" in shown.stdout
+    plan = json.loads(shipyard_cli(master, "preview-search", config, "--json").stdout)
+    (bracket,) = plan["brackets"]
+    assert [(r["trials"], r["length"]) for r in bracket["rungs"]] == [(16, 4), (4, 16), (1, 64)]
+    # 16 trials to 4 batches, 4 of them on to 16, 1 on to 64
+    assert plan["compute"] == 16 * 4 + 4 * 12 + 1 * 48 and plan["random_search_compute"] == 1024
+    assert master.http.get("/experiments").json() == []  # nothing ran
+
+
+def test_preview_search_of_a_bad_config_names_the_field(master, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(asha_config(divisor=1.5))
+    shown = shipyard_cli(master, "preview-search", str(bad))
+    assert shown.returncode == 1
+    assert "searcher.divisor" in shown.stderr and "at least 2" in shown.stderr
+    assert "Traceback" not in shown.stderr
+
+
+HYPERBAND = """\
+name: quadratic-hyperband
+entrypoint: python3 train.py
+hyperparameters:
+  lr: {type: log, base: 10, minval: -3, maxval: -0.5}
+  target: 3.0
+searcher:
+  name: hyperband
+  metric: validation_loss
+  time_metric: batches
+  max_time: 9
+  divisor: 3
+  max_rungs: 2
+reproducibility: {experiment_seed: 4}
+max_restarts: 0
+"""
+
+
+def test_hyperband_halves_each_bracket_and_describe_shows_why(master):
+    # Bracket 1: 3 trials to 3 batches, the best goes on to 9; bracket 0: 2 trials to 9.
+    done = master.wait(master.create(HYPERBAND, QUADRATIC)["id"], timeout=300)
+    assert done["state"] == "COMPLETED" and len(done["trials"]) == 5
+    ends = sorted((t["state"], t["steps_completed"]) for t in done["trials"])
+    assert ends == [("COMPLETED", 9)] * 3 + [("STOPPED", 3)] * 2
+    shown = shipyard_cli(master, "experiment", "describe", str(done["id"]))
+    assert shown.returncode == 0, shown.stderr
+    assert "Rung" in shown.stdout and "Why it ended" in shown.stdout
+    assert "searcher stop" in shown.stdout
+    as_json = json.loads(
+        shipyard_cli(master, "experiment", "describe", str(done["id"]), "--json").stdout
+    )
+    assert [t["end_reason"] for t in as_json["trials"]] == [t["end_reason"] for t in done["trials"]]

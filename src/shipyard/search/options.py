@@ -46,6 +46,7 @@ class SearcherOptions:
     # validation metrics and trains up to max_time of it. Without it, time is steps_completed.
     time_metric: str | None = None
     max_time: int | None = None
+    max_length_unit: str | None = None  # Determined's {batches: N} form: "batches"
 
     @classmethod
     def from_dict(cls, searcher: dict[str, Any]) -> SearcherOptions:
@@ -73,6 +74,7 @@ class SearcherOptions:
             max_length=_optional_positive_int(searcher, "max_length"),
             time_metric=_optional_name(searcher, "time_metric"),
             max_time=_optional_positive_int(searcher, "max_time"),
+            max_length_unit=searcher.get("max_length_unit") or None,
         )
 
     @property

@@ -4,7 +4,7 @@ preview(searcher_dict, space, seed) checks the config (the same ConfigError as s
 experiment would raise) and returns, JSON-able:
 
     {"searcher": name,
-     "unit": time_metric or "steps" ("trials" when the config sets no length),
+     "unit": time_metric, max_length's unit or "steps" ("trials" when the config sets no length),
      "brackets": [{"bracket": i, "trials": n,
                    "rungs": [{"rung": k, "trials": n_k, "length": units}], "compute": c}],
      "total_trials": n,

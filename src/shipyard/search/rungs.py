@@ -74,7 +74,8 @@ def length_field(options: SearcherOptions) -> str:
 
 
 def unit_of(options: SearcherOptions) -> str:
-    return options.time_metric or "steps"
+    """The searcher's time unit in words: its time_metric, max_length's unit, or steps."""
+    return options.time_metric or options.max_length_unit or "steps"
 
 
 # --- rung arithmetic --------------------------------------------------------------------------
