@@ -101,3 +101,18 @@ def test_collectives_over_several_processes_are_not_supported_yet(monkeypatch):
             ctx.distributed.allgather(1)
         with pytest.raises(NotSupportedYet, match="distributed training"):
             ctx.distributed.broadcast(1)
+
+
+def test_local_searcher_gives_one_operation_to_the_full_length(monkeypatch):
+    monkeypatch.setenv("SHIPYARD_SEARCHER_MAX_LENGTH", "64")
+    monkeypatch.setenv("SHIPYARD_SEARCHER_TIME_METRIC", "batches")
+    with shipyard.core.init() as ctx:
+        assert ctx.searcher.target == 64 and ctx.searcher.time_metric == "batches"
+        assert [op.length for op in ctx.searcher.operations(default_length=10)] == [64]
+
+
+def test_local_searcher_operations_need_a_length():
+    with shipyard.core.init() as ctx:
+        assert [op.length for op in ctx.searcher.operations(default_length=10)] == [10]
+        with pytest.raises(InvalidRequest, match="needs a length: set searcher.max_length"):
+            list(ctx.searcher.operations())

@@ -89,41 +89,48 @@ def start(exp: orm.Experiment, searcher_config: dict, space: dict, *, session: S
 def consume_events(
     exp: orm.Experiment, *, session: Session, cache: SearcherCache, stop_grace_s: float
 ) -> tuple[Outcome, Searcher]:
-    """Process the experiment's pending events. The caller keeps the returned searcher in
-    the cache once the transaction has committed."""
-    events = list(
+    """Process the experiment's pending events, and those their decisions add (a stop of a
+    trial that is not running is its exit at once). The caller keeps the returned searcher
+    in the cache once the transaction has committed."""
+    searcher = cache.take(exp)
+    outcome = Outcome()
+    touched: set[str] = set()
+    while events := _pending_events(session, exp.id):
+        for event in events:
+            event.processed = True
+            if ExperimentState(exp.state).terminal:
+                continue
+            request_id = event.payload["request_id"]
+            touched.add(request_id)
+            try:
+                if event.kind == "validation":
+                    actions = searcher.on_validation(
+                        request_id, event.payload["metrics"], event.payload["steps_completed"]
+                    )
+                else:
+                    actions = searcher.on_trial_exit(
+                        request_id, ExitReason(event.payload["reason"])
+                    )
+            except ValueError:
+                log.exception("searcher refused event %s of experiment %s", event.id, exp.id)
+                continue
+            _apply(session, exp, actions, outcome, touched, stop_grace_s)
+        session.flush()
+    _save(session, exp, searcher, touched)
+    return outcome, searcher
+
+
+def _pending_events(session: Session, experiment_id: int) -> list[orm.SearcherEvent]:
+    return list(
         session.scalars(
             select(orm.SearcherEvent)
             .where(
-                orm.SearcherEvent.experiment_id == exp.id,
+                orm.SearcherEvent.experiment_id == experiment_id,
                 orm.SearcherEvent.processed.is_(False),
             )
             .order_by(orm.SearcherEvent.id)
         )
     )
-    searcher = cache.take(exp)
-    outcome = Outcome()
-    touched: set[str] = set()
-    for event in events:
-        event.processed = True
-        if ExperimentState(exp.state).terminal:
-            continue
-        request_id = event.payload["request_id"]
-        touched.add(request_id)
-        try:
-            if event.kind == "validation":
-                actions = searcher.on_validation(
-                    request_id, event.payload["metrics"], event.payload["steps_completed"]
-                )
-            else:
-                actions = searcher.on_trial_exit(request_id, ExitReason(event.payload["reason"]))
-        except ValueError:
-            log.exception("searcher refused event %s of experiment %s", event.id, exp.id)
-            continue
-        _apply(session, exp, actions, outcome, touched, stop_grace_s)
-    session.flush()
-    _save(session, exp, searcher, touched)
-    return outcome, searcher
 
 
 def _trial_by_request(session: Session, exp: orm.Experiment, request_id: str) -> orm.Trial | None:
