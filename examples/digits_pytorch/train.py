@@ -121,12 +121,14 @@ def main() -> None:
                     )
                     running_loss, running_count = 0.0, 0
                 if step % batches_per_epoch == 0 or step == op.length:
-                    # "batches" is the time_metric an adaptive config names.
+                    # Checkpoint first: a searcher acting on this validation (PBT copying
+                    # this trial) finds this step's checkpoint. "batches" is the
+                    # time_metric an adaptive config names.
+                    save(ctx, model, optimizer, step)
+                    saved_step = step
                     ctx.train.report_validation_metrics(
                         steps_completed=step, metrics={**validate(model, data), "batches": step}
                     )
-                    save(ctx, model, optimizer, step)
-                    saved_step = step
                 if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
                     if saved_step != step:
                         save(ctx, model, optimizer, step)

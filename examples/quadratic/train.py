@@ -52,15 +52,17 @@ def main() -> None:
                 ctx.train.report_training_metrics(
                     steps_completed=step, metrics={"loss": loss(x, target)}
                 )
+                if step % CHECKPOINT_EVERY == 0 or step == op.length:
+                    save(ctx, x, step)
+                    saved_step = step
                 if step % VALIDATE_EVERY == 0 or step == op.length:
-                    # "batches" is the time_metric an ASHA config may name.
+                    # After the checkpoint: a searcher acting on this validation (PBT
+                    # copying this trial) finds this step's checkpoint. "batches" is the
+                    # time_metric an adaptive config may name.
                     ctx.train.report_validation_metrics(
                         steps_completed=step,
                         metrics={"validation_loss": loss(x, target), "batches": step},
                     )
-                if step % CHECKPOINT_EVERY == 0 or step == op.length:
-                    save(ctx, x, step)
-                    saved_step = step
                 if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
                     # Save progress so a preempted trial resumes here rather than from scratch.
                     if saved_step != step:

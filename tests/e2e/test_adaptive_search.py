@@ -325,3 +325,16 @@ def test_hyperband_halves_each_bracket_and_describe_shows_why(master):
         shipyard_cli(master, "experiment", "describe", str(done["id"]), "--json").stdout
     )
     assert [t["end_reason"] for t in as_json["trials"]] == [t["end_reason"] for t in done["trials"]]
+
+
+def test_preview_search_of_a_search_without_a_length_counts_trials(master, tmp_path):
+    config = tmp_path / "random.yaml"
+    config.write_text(
+        "name: no-length\nentrypoint: python3 train.py\n"
+        "hyperparameters: {lr: {type: double, minval: 0.01, maxval: 0.1}}\n"
+        "searcher: {name: random, metric: loss, max_trials: 5}\n"
+    )
+    shown = shipyard_cli(master, "preview-search", str(config), "--json")
+    assert shown.returncode == 0, shown.stderr
+    plan = json.loads(shown.stdout)
+    assert plan["unit"] == "trials" and plan["total_trials"] == 5

@@ -49,7 +49,7 @@ class PreviewSearchRequest(BaseModel):
 class PreviewRung(BaseModel):
     rung: int
     trials: int  # how many trials reach this rung (expected, for asynchronous searchers)
-    length: int  # how far a trial trains by the end of this rung, in the searcher's unit
+    length: int | None  # how far a trial trains by this rung's end (None: the search sets none)
 
 
 class PreviewBracket(BaseModel):
@@ -106,7 +106,7 @@ class TrialSummary(BaseModel):
     target_length: int | None = None  # how far the searcher lets it train now
     parent_trial_id: int | None = None  # PBT: the trial whose checkpoint it started from
     # Why it ended ("completed", "searcher stop: ...", "errored: ...", "canceled"), or why
-    # a live trial waits ("waiting for the searcher: ...").
+    # a live trial waits ("waiting for the searcher at 16").
     end_reason: str | None = None
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.backends.base import Backend
+from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services.metrics import MetricKeyCache
@@ -27,15 +28,17 @@ class MasterState:
     orchestrator: Orchestrator
     started_at: datetime
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
-    _searcher_by_experiment: dict[int, dict] = field(default_factory=dict)
+    _searcher_by_experiment: dict[int, SearcherOptions] = field(default_factory=dict)
 
-    def searcher_config(self, experiment_id: int, *, session: Session) -> dict:
-        """The searcher section of an experiment's config (it never changes: cached)."""
+    def searcher_options(self, experiment_id: int, *, session: Session) -> SearcherOptions:
+        """The searcher fields of an experiment's config (they never change: cached)."""
         if experiment_id not in self._searcher_by_experiment:
             config = session.scalar(
                 select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
             )
-            self._searcher_by_experiment[experiment_id] = (config or {}).get("searcher", {})
+            self._searcher_by_experiment[experiment_id] = SearcherOptions.from_dict(
+                (config or {}).get("searcher", {})
+            )
         return self._searcher_by_experiment[experiment_id]
 
 

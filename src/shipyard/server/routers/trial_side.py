@@ -42,12 +42,12 @@ def report_trial_metrics(
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
-        searcher = m.searcher_config(trial.experiment_id, session=s)
+        options = m.searcher_options(trial.experiment_id, session=s)
         for v in validations:
             # Every validation: one without the searcher metric or time_metric is a
             # decision too (the worst value; a stop with the reason).
             searching.record_validation(
-                trial, searcher, v["metrics"], v["steps_completed"], session=s
+                trial, options, v["metrics"], v["steps_completed"], session=s
             )
     if validations:
         m.orchestrator.wake(Reason.EVENT)

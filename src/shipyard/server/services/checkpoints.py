@@ -115,11 +115,19 @@ def select_for_deletion(
     by_trial: dict[int, list[orm.Checkpoint]] = {}
     for c in sorted(ckpts, key=lambda c: (c.created_at, c.steps_completed)):
         by_trial.setdefault(c.trial_id, []).append(c)
-    for owner, own in by_trial.items():
+    for own in by_trial.values():
         if keep_latest:
             keep.update(c.uuid for c in own[-keep_latest:])
         keep.update(c.uuid for c in best_first(own)[:keep_best])
-        trial = session.get(orm.Trial, owner)
-        if not TrialState(trial.state).terminal and trial.latest_checkpoint:
-            keep.add(trial.latest_checkpoint)
+    # In use: the checkpoint any live trial of the experiment resumes from — its own, or,
+    # for a PBT child that has not saved one yet, its parent's.
+    keep.update(
+        session.scalars(
+            select(orm.Trial.latest_checkpoint).where(
+                orm.Trial.experiment_id == exp.id,
+                orm.Trial.state.not_in([st.value for st in TrialState if st.terminal]),
+                orm.Trial.latest_checkpoint.is_not(None),
+            )
+        )
+    )
     return [c for c in ckpts if c.uuid not in keep]

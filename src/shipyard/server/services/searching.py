@@ -24,6 +24,7 @@ from shipyard.search import (
     TrialRequest,
     make_searcher,
 )
+from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
 
@@ -273,19 +274,8 @@ def exit_event(trial: orm.Trial, reason: ExitReason) -> orm.SearcherEvent:
     )
 
 
-def searcher_time(searcher_config: dict, metrics: dict, steps_completed: int) -> float | None:
-    """Where a validation puts the trial in the searcher's time unit (None: not reported)."""
-    time_metric = searcher_config.get("time_metric")
-    if not time_metric:
-        return float(steps_completed)
-    value = metrics.get(time_metric)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
 def record_validation(
-    trial, searcher_config: dict, metrics: dict, steps_completed: int, *, session: Session
+    trial, options: SearcherOptions, metrics: dict, steps_completed: int, *, session: Session
 ) -> None:
     """Queue a validation for the searcher and note the trial's searcher time, in the
     transaction that stores the metrics (Core statements: this is the metrics hot path)."""
@@ -302,7 +292,7 @@ def record_validation(
             },
         )
     )
-    time = searcher_time(searcher_config, metrics, steps_completed)
+    time = options.time_of(metrics, steps_completed)
     if time is not None:
         session.execute(
             update(orm.Trial).where(orm.Trial.id == trial.id).values(searcher_time=time)

@@ -35,8 +35,10 @@ class ExperimentDriver:
                     exp, session=s, cache=self.searchers, stop_grace_s=self.stop_grace_s
                 )
                 seq = searching.saved_seq(exp)
+                ended = ExperimentState(exp.state).terminal
             # Kept only after the commit: a failed pass leaves no cached searcher behind.
-            self.searchers.keep(exp_id, seq, searcher)
+            if not ended:
+                self.searchers.keep(exp_id, seq, searcher)
             signaled += outcome.signaled
         return signaled
 
@@ -52,4 +54,5 @@ class ExperimentDriver:
             )
         for exp_id in candidates:
             with self.db.write() as s:
-                searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
+                if searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s):
+                    self.searchers.forget(exp_id)

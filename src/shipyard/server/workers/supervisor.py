@@ -12,6 +12,7 @@ from sqlalchemy import or_, select
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, Slot
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.search import ExitReason
+from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
@@ -33,8 +34,12 @@ _LAUNCHABLE = (orm.Trial.state == TrialState.QUEUED) & or_(
 
 
 def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
-    max_length = exp.config.get("searcher", {}).get("max_length")
-    return max_length is not None and trial.steps_completed >= max_length
+    """It trained as far as its search lets any trial (in the searcher's time unit)."""
+    length = full_length(exp.config.get("searcher", {}))
+    if length is None:
+        return False
+    time = trial.steps_completed if trial.searcher_time is None else trial.searcher_time
+    return time >= length
 
 
 def _describe_exit(state: RunState) -> str:
