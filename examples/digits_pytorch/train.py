@@ -85,6 +85,13 @@ def restore(ctx: shipyard.core.Context, model: nn.Module, optimizer: torch.optim
     return int(state["step"])
 
 
+def report_validation(ctx: shipyard.core.Context, model: nn.Module, data: Data, step: int) -> None:
+    # "batches" is the time_metric an adaptive config names.
+    ctx.train.report_validation_metrics(
+        steps_completed=step, metrics={**validate(model, data), "batches": step}
+    )
+
+
 def main() -> None:
     torch.set_num_threads(1)  # trials share the machine's cores; one thread each is fastest
     with shipyard.core.init() as ctx:
@@ -120,19 +127,21 @@ def main() -> None:
                         steps_completed=step, metrics={"loss": running_loss / running_count}
                     )
                     running_loss, running_count = 0.0, 0
-                if step % batches_per_epoch == 0 or step == op.length:
-                    # Checkpoint first: a searcher acting on this validation (PBT copying
-                    # this trial) finds this step's checkpoint. "batches" is the
-                    # time_metric an adaptive config names.
+                if step % batches_per_epoch == 0 and step < op.length:
                     save(ctx, model, optimizer, step)
                     saved_step = step
-                    ctx.train.report_validation_metrics(
-                        steps_completed=step, metrics={**validate(model, data), "batches": step}
-                    )
+                    report_validation(ctx, model, data, step)
                 if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
                     if saved_step != step:
                         save(ctx, model, optimizer, step)
                     return
+            # The end of an operation: the checkpoint first (a searcher acting on the
+            # validation, PBT copying this trial, finds it), then the validation the searcher
+            # decides on; a run resumed at this point reports it again.
+            if saved_step != step:
+                save(ctx, model, optimizer, step)
+                saved_step = step
+            report_validation(ctx, model, data, step)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,13 @@ def restore(ctx: shipyard.core.Context) -> tuple[float, int]:
     return float(state["x"]), int(state["step"])
 
 
+def validate(ctx: shipyard.core.Context, x: float, target: float, step: int) -> None:
+    # "batches" is the time_metric an adaptive config may name.
+    ctx.train.report_validation_metrics(
+        steps_completed=step, metrics={"validation_loss": loss(x, target), "batches": step}
+    )
+
+
 def main() -> None:
     with shipyard.core.init() as ctx:
         lr = float(ctx.info.hparams.get("lr", 0.1))
@@ -52,22 +59,23 @@ def main() -> None:
                 ctx.train.report_training_metrics(
                     steps_completed=step, metrics={"loss": loss(x, target)}
                 )
-                if step % CHECKPOINT_EVERY == 0 or step == op.length:
+                if step % CHECKPOINT_EVERY == 0:
                     save(ctx, x, step)
                     saved_step = step
-                if step % VALIDATE_EVERY == 0 or step == op.length:
-                    # After the checkpoint: a searcher acting on this validation (PBT
-                    # copying this trial) finds this step's checkpoint. "batches" is the
-                    # time_metric an adaptive config may name.
-                    ctx.train.report_validation_metrics(
-                        steps_completed=step,
-                        metrics={"validation_loss": loss(x, target), "batches": step},
-                    )
+                if step % VALIDATE_EVERY == 0 and step < op.length:
+                    validate(ctx, x, target, step)
                 if ctx.preempt.should_preempt() or ctx.searcher.should_stop():
                     # Save progress so a preempted trial resumes here rather than from scratch.
                     if saved_step != step:
                         save(ctx, x, step)
                     return
+            # The end of an operation: the checkpoint first (a searcher acting on the
+            # validation, PBT copying this trial, finds it), then the validation the searcher
+            # decides on; a run resumed at this point reports it again.
+            if saved_step != step:
+                save(ctx, x, step)
+                saved_step = step
+            validate(ctx, x, target, step)
 
 
 if __name__ == "__main__":

@@ -64,9 +64,12 @@ class SignalPoller:
         """Take the flags of a master's answer and wake whoever waits for a change."""
         with self._changed:
             self.preempt = bool(answer.get("preempt", self.preempt))
-            self.stop = bool(answer.get("stop", self.stop))
-            target = answer.get("target", self.target)
-            self.target = target if isinstance(target, int) else None
+            # A stop is never taken back and a target only grows: an answer read before a
+            # newer one (the long-poll against POST /searcher/wait) must not undo it.
+            self.stop = self.stop or bool(answer.get("stop", False))
+            target = answer.get("target")
+            if isinstance(target, int) and (self.target is None or target > self.target):
+                self.target = target
             self._changed.notify_all()
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:

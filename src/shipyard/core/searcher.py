@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from shipyard.common.errors import InvalidRequest
 from shipyard.core._env import env_int, env_str
+from shipyard.core._retry import request_with_retry
 
 if TYPE_CHECKING:
     from shipyard.core._http import JsonHttp
@@ -144,10 +145,21 @@ class MasterSearcher:
             return self._signals.stop or (target is not None and target > done)
 
         if not self._signals.wait_for(answered, wait_s):
-            answer = self._http.request("POST", self._wait_path, {"run_id": self._run_id})
+            # Idempotent on the master, so safe to resend while it restarts.
+            answer = request_with_retry(
+                self._http, "POST", self._wait_path, {"run_id": self._run_id}
+            )
             self._signals.update(answer)
             if answer.get("wait"):
                 return None  # exit now; the master relaunches the trial at its next target
         if self._signals.stop:
             return None
-        return self._signals.target
+        target = self._signals.target
+        if target is None or target <= done:
+            # The master has no validation at `done`: it will never answer this operation.
+            raise InvalidRequest(
+                f"the searcher has no validation at the end of this operation ({done}): "
+                "report validation metrics (with the searcher's time_metric, if the config "
+                "names one) when the trial reaches op.length"
+            )
+        return target

@@ -233,7 +233,9 @@ def park(trial: orm.Trial) -> bool:
     """A trial that reached its target asks to wait for the searcher's next one. True: it
     may exit and is launched again when a new target comes; False: it goes on (a new
     target came meanwhile, or it was stopped)."""
-    if trial.stop_requested or trial.target_length is None or target_ahead(trial):
+    if trial.stop_requested or trial.target_length is None or trial.searcher_time is None:
+        return False  # nothing to wait for: no target, or no validation the searcher can use
+    if target_ahead(trial):
         return False
     trial.waiting_for_searcher = True
     return True

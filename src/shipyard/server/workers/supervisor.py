@@ -71,6 +71,14 @@ class Supervisor:
         with self.db.write() as s:
             for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(_HOLDING))):
                 handle = self.backend.recover(trial.handle) if trial.handle else None
+                if handle is None and trial.stop_requested:
+                    # The searcher had stopped it: lost now, it ends as stopped.
+                    trial.state = TrialState.STOPPED
+                    trial.ended_at = utcnow()
+                    trial.slots = []
+                    trial.handle = None
+                    s.add(searching.exit_event(trial, ExitReason.STOPPED))
+                    continue
                 if handle is None:
                     log.warning("trial %s was not found after the restart; requeued", trial.id)
                     trial.state = TrialState.QUEUED
