@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -103,6 +104,8 @@ def consume_events(
                 continue
             request_id = event.payload["request_id"]
             touched.add(request_id)
+            if event.kind == "validation":
+                _warn_if_unusable(exp, request_id, event.payload["metrics"])
             try:
                 if event.kind == "validation":
                     actions = searcher.on_validation(
@@ -119,6 +122,22 @@ def consume_events(
         session.flush()
     _save(session, exp, searcher, touched)
     return outcome, searcher
+
+
+def _warn_if_unusable(exp: orm.Experiment, request_id: str, metrics: dict) -> None:
+    """A searcher metric that is missing, NaN or inf counts as the worst value: say so in
+    the master's log (the searcher's note on the trial says it in `experiment describe`)."""
+    metric = (exp.config.get("searcher") or {}).get("metric")
+    value = metrics.get(metric)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        log.warning(
+            "experiment %s trial %s: no finite %r in its validation (%r): counted as the "
+            "worst value",
+            exp.id,
+            request_id,
+            metric,
+            value,
+        )
 
 
 def _pending_events(session: Session, experiment_id: int) -> list[orm.SearcherEvent]:
@@ -205,9 +224,17 @@ def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) 
             # PBT's exploit: the new trial starts from its parent's latest checkpoint.
             parent_trial_id=parent.id if parent else None,
             latest_checkpoint=parent.latest_checkpoint if parent else None,
-            steps_completed=parent.steps_completed if parent else 0,
+            steps_completed=_checkpoint_steps(session, parent.latest_checkpoint) if parent else 0,
         )
     )
+
+
+def _checkpoint_steps(session: Session, uuid: str | None) -> int:
+    """Where a trial starting from this checkpoint starts (0: from scratch)."""
+    if uuid is None:
+        return 0
+    ckpt = session.get(orm.Checkpoint, uuid)
+    return ckpt.steps_completed if ckpt is not None else 0
 
 
 def _save(session: Session, exp: orm.Experiment, searcher: Searcher, touched: set[str]) -> None:
