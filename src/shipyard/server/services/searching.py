@@ -67,6 +67,9 @@ class SearcherCache:
     def forget(self, exp_id: int) -> None:
         self._live.pop(exp_id, None)
 
+    def experiment_ids(self) -> list[int]:
+        return list(self._live)
+
 
 def preview(config_yaml: str, config_file: str) -> dict:
     """The plan of a search (search/preview.py), from a config that is checked first."""

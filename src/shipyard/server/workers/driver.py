@@ -35,10 +35,8 @@ class ExperimentDriver:
                     exp, session=s, cache=self.searchers, stop_grace_s=self.stop_grace_s
                 )
                 seq = searching.saved_seq(exp)
-                ended = ExperimentState(exp.state).terminal
             # Kept only after the commit: a failed pass leaves no cached searcher behind.
-            if not ended:
-                self.searchers.keep(exp_id, seq, searcher)
+            self.searchers.keep(exp_id, seq, searcher)
             signaled += outcome.signaled
         return signaled
 
@@ -54,5 +52,20 @@ class ExperimentDriver:
             )
         for exp_id in candidates:
             with self.db.write() as s:
-                if searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s):
-                    self.searchers.forget(exp_id)
+                searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
+        self._forget_ended()
+
+    def _forget_ended(self) -> None:
+        """Drop the cached searchers of experiments that ended (finished, killed, errored)."""
+        cached = self.searchers.experiment_ids()
+        if not cached:
+            return
+        with self.db.read() as s:
+            ended = s.scalars(
+                select(orm.Experiment.id).where(
+                    orm.Experiment.id.in_(cached),
+                    orm.Experiment.state.in_([st.value for st in ExperimentState if st.terminal]),
+                )
+            )
+            for exp_id in list(ended):
+                self.searchers.forget(exp_id)
