@@ -67,7 +67,6 @@ def test_trial_api_entrypoint_explains_the_way_out():
 @pytest.mark.parametrize(
     ("extra", "path"),
     [
-        ("resources: {weight: 2}\n", "resources.weight"),
         ("resources: {shm_size: 4294967296}\n", "resources.shm_size"),
         ("environment: {force_pull_image: true}\n", "environment.force_pull_image"),
         ("environment: {pod_spec: {kind: Pod}}\n", "environment.pod_spec"),
@@ -103,7 +102,7 @@ def test_unsupported_settings_at_determined_defaults_are_accepted():
 
 
 def test_several_unsupported_settings_are_listed_together():
-    error = config_error(load_config, SINGLE + "debug: true\nresources: {weight: 3}\n")
+    error = config_error(load_config, SINGLE + "debug: true\nresources: {shm_size: 1024}\n")
     assert isinstance(error, NotSupportedYet)
     assert len(error.details) == 2
     assert "not supported yet" in error.message

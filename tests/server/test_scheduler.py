@@ -6,8 +6,8 @@ from shipyard.server.workers.scheduler import Request, assign
 SLOTS = [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(4)]
 
 
-def req(trial, exp=1, priority=42, need=1, max_slots=None):
-    return Request(trial, exp, priority, need, max_slots)
+def req(trial, exp=1, priority=42, need=1, max_slots=None, weight=1.0):
+    return Request(trial, exp, priority, need, max_slots, weight)
 
 
 def test_smaller_priority_number_runs_first():
@@ -15,8 +15,33 @@ def test_smaller_priority_number_runs_first():
     assert list(placed) == [2]
 
 
-def test_same_priority_runs_in_submission_order():
-    placed = assign([req(3, exp=2), req(1, exp=1), req(2, exp=1)], SLOTS[:2], {})
+def test_within_an_experiment_trials_start_in_submission_order():
+    placed = assign([req(3), req(1), req(2)], SLOTS[:2], {})
+    assert sorted(placed) == [1, 2]
+
+
+def test_equal_priorities_share_the_slots_between_experiments():
+    placed = assign([req(1, exp=1), req(2, exp=1), req(3, exp=2), req(4, exp=2)], SLOTS[:2], {})
+    assert sorted(placed) == [1, 3]  # one each, not both to the older experiment
+
+
+def test_weights_split_the_slots_in_proportion():
+    requests = [req(i, exp=1, weight=1) for i in range(1, 5)]
+    requests += [req(i, exp=2, weight=3) for i in range(5, 9)]
+    placed = assign(requests, SLOTS, {})
+    by_experiment = [r.experiment_id for r in requests if r.trial_id in placed]
+    assert sorted(by_experiment) == [1, 2, 2, 2]
+
+
+def test_fair_share_counts_the_slots_already_in_use():
+    placed = assign([req(1, exp=1), req(2, exp=2)], SLOTS[:1], {2: 2})
+    assert list(placed) == [1]
+
+
+def test_priority_comes_before_fair_share():
+    placed = assign(
+        [req(1, exp=1, priority=10), req(2, exp=1, priority=10), req(3, exp=2)], SLOTS[:2], {}
+    )
     assert sorted(placed) == [1, 2]
 
 

@@ -16,7 +16,8 @@ class ResourcesConfig(StrictModel):
     max_slots: int | None = Field(default=None, ge=1)
     # Determined's scale: 1..99, smaller runs first, 42 by default.
     priority: int = Field(default=42, ge=1, le=99)
-    weight: float = 1.0
+    # Fair share among experiments of equal priority: slots in proportion to weight.
+    weight: float = Field(default=1.0, gt=0)
     resource_pool: str | None = None
     shm_size: int | str | None = None
     devices: list[dict[str, Any]] = Field(default_factory=list)
@@ -28,16 +29,6 @@ class ResourcesConfig(StrictModel):
     def _known_pool(cls, value: str | None) -> str | None:
         if value not in (None, DEFAULT_POOL):
             raise invalid(f"unknown resource pool {value!r}; this master has only {DEFAULT_POOL!r}")
-        return value
-
-    @field_validator("weight")
-    @classmethod
-    def _default_weight(cls, value: float) -> float:
-        if value != 1:
-            raise not_supported(
-                "weight is not supported yet: fair share between experiments "
-                "comes later; leave it at 1"
-            )
         return value
 
     @field_validator("shm_size", "is_single_node")

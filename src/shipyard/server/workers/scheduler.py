@@ -1,8 +1,11 @@
-"""Places queued trials on free slots: by priority (smaller first, as in Determined), then
-submission order; a multi-slot trial gets all its slots at once or waits (a gang)."""
+"""Places queued trials on free slots: by priority (smaller first, as in Determined); among
+equal priorities by fair share of the slots, weighted by resources.weight; within an
+experiment in submission order. A multi-slot trial gets all its slots at once or waits
+(a gang), and smaller trials behind it may start meanwhile (backfill)."""
 
 from __future__ import annotations
 
+from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from shipyard.backends.base import Slot
@@ -15,24 +18,37 @@ class Request:
     priority: int
     slots_needed: int
     max_slots: int | None  # the experiment's cap on slots in use at once
+    weight: float = 1.0  # the experiment's share among equal priorities
 
 
 def assign(
     requests: list[Request], free: list[Slot], in_use_by_experiment: dict[int, int]
 ) -> dict[int, list[Slot]]:
-    """trial id -> the slots it gets now. Requests that do not fit wait; smaller ones
-    behind them may still start (backfill)."""
+    """trial id -> the slots it gets now. Each free slot goes, in turn, to the experiment
+    with the best priority, then the fewest slots in use per unit of weight (so weights 1
+    and 3 share 4 slots 1:3), then the oldest; requests that do not fit wait."""
     free = list(free)
-    used = dict(in_use_by_experiment)
+    used: dict[int, int] = defaultdict(int, in_use_by_experiment)
+    queues: dict[int, deque[Request]] = defaultdict(deque)
+    for req in sorted(requests, key=lambda r: r.trial_id):
+        queues[req.experiment_id].append(req)
     out: dict[int, list[Slot]] = {}
-    for req in sorted(requests, key=lambda r: (r.priority, r.experiment_id, r.trial_id)):
-        if req.slots_needed > len(free):
-            continue
-        if (
-            req.max_slots is not None
-            and used.get(req.experiment_id, 0) + req.slots_needed > req.max_slots
-        ):
-            continue
+    while free:
+        # An experiment's trials all need the same slots: only the head of its queue counts.
+        heads = [q[0] for q in queues.values() if q and _fits(q[0], len(free), used)]
+        if not heads:
+            break
+        req = min(
+            heads,
+            key=lambda r: (r.priority, used[r.experiment_id] / r.weight, r.experiment_id),
+        )
         out[req.trial_id], free = free[: req.slots_needed], free[req.slots_needed :]
-        used[req.experiment_id] = used.get(req.experiment_id, 0) + req.slots_needed
+        used[req.experiment_id] += req.slots_needed
+        queues[req.experiment_id].popleft()
     return out
+
+
+def _fits(req: Request, free: int, used: dict[int, int]) -> bool:
+    if req.slots_needed > free:
+        return False
+    return req.max_slots is None or used[req.experiment_id] + req.slots_needed <= req.max_slots

@@ -121,6 +121,7 @@ class Supervisor:
                     priority=e.priority,
                     slots_needed=e.config["resources"]["slots_per_trial"],
                     max_slots=e.config["resources"].get("max_slots"),
+                    weight=float(e.config["resources"].get("weight", 1.0)),
                 )
                 for t, e in rows
             ]
