@@ -4,6 +4,8 @@ proportion to resources.weight, counted on trials that really run."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.e2e.master import Master
@@ -48,3 +50,46 @@ def test_weights_share_the_slots_between_experiments(tmp_path):
             assert master.wait(exp["id"], timeout=120)["state"] == "COMPLETED"
     finally:
         master.stop()
+
+
+SHIPYARD = Path(sys.executable).parent / "shipyard"
+
+
+def shipyard_cli(master: Master, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SHIPYARD), "--master", master.url, *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_priority_changed_while_queued_decides_who_runs_next(tmp_path):
+    master = Master(tmp_path / "home", slots=2).start()
+    try:
+        blocker = master.create(gated_search("blocker", tmp_path / "open-blocker", 2), CODE)
+        master.wait_for(lambda: running(master, blocker["id"]) == 2, what="the blocker to run")
+        older = master.create(gated_search("older", tmp_path / "open", 2), CODE)
+        newer = master.create(gated_search("newer", tmp_path / "open", 2), CODE)
+        changed = shipyard_cli(master, "experiment", "set", "priority", str(newer["id"]), "10")
+        assert changed.returncode == 0, changed.stderr
+        assert master.experiment(newer["id"])["config"]["resources"]["priority"] == 10
+        (tmp_path / "open-blocker").touch()
+        master.wait_for(lambda: running(master, newer["id"]) == 2, what="the newer to run")
+        assert running(master, older["id"]) == 0  # it waits behind the smaller number
+        (tmp_path / "open").touch()
+        for exp in (blocker, older, newer):
+            assert master.wait(exp["id"], timeout=120)["state"] == "COMPLETED"
+    finally:
+        master.stop()
+
+
+def test_bad_scheduling_values_are_refused_with_the_field(master):
+    exp = master.create(gated_search("bad", master.home / "never", 1), CODE)
+    refused = shipyard_cli(master, "experiment", "set", "priority", str(exp["id"]), "0")
+    assert refused.returncode == 1 and "priority" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    r = master.http.patch(f"/experiments/{exp['id']}/resources", json={"weight": -1})
+    assert r.status_code == 400
+    assert r.json()["error"]["details"][0]["path"] == "body.weight"
+    r = master.http.patch(f"/experiments/{exp['id']}/resources", json={"slots": 3})
+    assert r.status_code == 400  # an unknown field
+    assert master.experiment(exp["id"])["config"]["resources"]["priority"] == 42  # unchanged
+    master.http.post(f"/experiments/{exp['id']}/kill")

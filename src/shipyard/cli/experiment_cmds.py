@@ -20,7 +20,8 @@ from shipyard.cli.render import (
 )
 from shipyard.client import experiments
 from shipyard.client.submit import submit_experiment
-from shipyard.common.api import ExperimentDetail
+from shipyard.common.api import ExperimentDetail, ExperimentResources
+from shipyard.common.errors import InvalidRequest
 from shipyard.common.states import ExperimentState
 
 app = typer.Typer(no_args_is_help=True)
@@ -164,6 +165,64 @@ def activate(
 def kill(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
     """Cancel the experiment and stop its trials."""
     _report(experiments.kill_experiment(open_session(ctx), experiment_id), json_output)
+
+
+set_app = typer.Typer(no_args_is_help=True)
+app.add_typer(set_app, name="set", help="Change priority, weight or max slots while it runs.")
+
+
+@set_app.command("priority")
+def set_priority(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    value: Annotated[int, typer.Argument(help="1..99; smaller runs first.")],
+    json_output: JsonFlag = False,
+) -> None:
+    """Change the experiment's priority; queued trials are placed by it from now on."""
+    _set(ctx, experiment_id, ExperimentResources.model_construct(priority=value), json_output)
+
+
+@set_app.command("weight")
+def set_weight(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    value: Annotated[float, typer.Argument(help="Share of the slots among equal priorities.")],
+    json_output: JsonFlag = False,
+) -> None:
+    """Change the experiment's fair-share weight."""
+    _set(ctx, experiment_id, ExperimentResources.model_construct(weight=value), json_output)
+
+
+@set_app.command("max-slots")
+def set_max_slots(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    value: Annotated[str, typer.Argument(help="Slots it may hold at once, or 'none'.")],
+    json_output: JsonFlag = False,
+) -> None:
+    """Cap the slots the experiment holds at once ('none' removes the cap)."""
+    cap = None if value.lower() == "none" else _positive_int(value)
+    _set(ctx, experiment_id, ExperimentResources.model_construct(max_slots=cap), json_output)
+
+
+def _positive_int(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise InvalidRequest(f"max slots must be a positive integer or 'none', got {value!r}")
+    return int(value)
+
+
+def _set(
+    ctx: typer.Context, experiment_id: int, changes: ExperimentResources, json_output: bool
+) -> None:
+    # Not validated here: the master checks the values and names the field it refuses.
+    result = experiments.set_experiment_resources(open_session(ctx), experiment_id, changes)
+    if json_output:
+        print_json(result)
+    else:
+        given = ", ".join(
+            f"{k} {v}" for k, v in changes.model_dump(include=changes.model_fields_set).items()
+        )
+        say(f"Experiment {result.id}: {given}")
 
 
 def _report(result, json_output: bool) -> None:

@@ -9,6 +9,7 @@ from shipyard.common.api import (
     ActionResult,
     CreateExperimentRequest,
     ExperimentDetail,
+    ExperimentResources,
     ExperimentSummary,
     LogPage,
     TrialSummary,
@@ -42,6 +43,15 @@ def activate_experiment(session: Session, experiment_id: int) -> ActionResult:
 
 def kill_experiment(session: Session, experiment_id: int) -> ActionResult:
     return _action(session, experiment_id, "kill")
+
+
+def set_experiment_resources(
+    session: Session, experiment_id: int, changes: ExperimentResources
+) -> ActionResult:
+    body = changes.model_dump(include=changes.model_fields_set)
+    return ActionResult.model_validate(
+        session.patch(f"/experiments/{experiment_id}/resources", json=body)
+    )
 
 
 def _action(session: Session, experiment_id: int, verb: str) -> ActionResult:

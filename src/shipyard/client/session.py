@@ -50,6 +50,10 @@ class Session:
         response = self._send("POST", path, json=json, content=content, headers=headers)
         return response.json() if response.content else None
 
+    def patch(self, path: str, *, json: Any = None) -> Any:
+        response = self._send("PATCH", path, json=json)
+        return response.json() if response.content else None
+
     @contextmanager
     def stream(self, path: str) -> Iterator[httpx.Response]:
         """A streamed GET (for downloads); the body is read by the caller."""

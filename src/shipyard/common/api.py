@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from shipyard.common.states import ExperimentState, TrialState
 
@@ -189,6 +189,17 @@ class MetricSeries(BaseModel):
     name: str
     group: str
     points: list[MetricPoint]
+
+
+class ExperimentResources(BaseModel):
+    """Scheduling settings changed on a live experiment; a field left out stays as it is
+    (max_slots null removes the cap)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    priority: int | None = Field(None, ge=1, le=99, description="1..99, smaller runs first")
+    weight: float | None = Field(None, gt=0, description="fair share among equal priorities")
+    max_slots: int | None = Field(None, ge=1, description="slots the experiment holds at most")
 
 
 class ActionResult(BaseModel):

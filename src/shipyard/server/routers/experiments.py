@@ -89,6 +89,20 @@ def kill_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.Action
     return _act(m, exp_id, experiments.kill)
 
 
+@router.patch(
+    "/experiments/{exp_id}/resources",
+    operation_id="set_experiment_resources",
+    response_model=api.ActionResult,
+)
+def set_experiment_resources(
+    exp_id: int, changes: api.ExperimentResources, m: MasterState = Depends(master)
+) -> api.ActionResult:
+    """Change priority, weight or max_slots while the experiment runs."""
+    return _act(
+        m, exp_id, lambda eid, session: experiments.set_resources(eid, changes, session=session)
+    )
+
+
 @router.get(
     "/experiments/{exp_id}/trials",
     operation_id="list_experiment_trials",

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from shipyard.common import api
 from shipyard.common.config import load_config, validate_context
-from shipyard.common.errors import ConfigError, Conflict, NotFound
+from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
@@ -152,6 +152,29 @@ def kill(exp_id: int, *, session: Session) -> orm.Experiment:
     for trial in _trials(exp.id, (TrialState.QUEUED, TrialState.PAUSED), session):
         trial.state = TrialState.CANCELED
         trial.ended_at = utcnow()
+    return exp
+
+
+def set_resources(
+    exp_id: int, changes: api.ExperimentResources, *, session: Session
+) -> orm.Experiment:
+    """Change priority, weight or max_slots of a live experiment; the scheduler uses them
+    from its next pass (running trials keep their slots)."""
+    exp = get(exp_id, session=session)
+    _require_state(exp, (ExperimentState.ACTIVE, ExperimentState.PAUSED), "changed")
+    given = changes.model_dump(include=changes.model_fields_set)
+    if "priority" in given and given["priority"] is None:
+        raise InvalidRequest(
+            "priority cannot be removed", [{"path": "priority", "message": "expected 1..99"}]
+        )
+    if "weight" in given and given["weight"] is None:
+        raise InvalidRequest(
+            "weight cannot be removed", [{"path": "weight", "message": "expected a number > 0"}]
+        )
+    # A new dict: the JSON column is saved only when it is assigned.
+    exp.config = {**exp.config, "resources": {**exp.config["resources"], **given}}
+    if "priority" in given:
+        exp.priority = given["priority"]
     return exp
 
 
