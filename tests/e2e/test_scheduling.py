@@ -4,6 +4,7 @@ proportion to resources.weight, counted on trials that really run."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -56,8 +57,13 @@ SHIPYARD = Path(sys.executable).parent / "shipyard"
 
 
 def shipyard_cli(master: Master, *args: str) -> subprocess.CompletedProcess:
+    """The installed command, with a terminal wide enough for whole table columns."""
     return subprocess.run(
-        [str(SHIPYARD), "--master", master.url, *args], capture_output=True, text=True, timeout=60
+        [str(SHIPYARD), "--master", master.url, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
     )
 
 
@@ -93,3 +99,33 @@ def test_bad_scheduling_values_are_refused_with_the_field(master):
     assert r.status_code == 400  # an unknown field
     assert master.experiment(exp["id"])["config"]["resources"]["priority"] == 42  # unchanged
     master.http.post(f"/experiments/{exp['id']}/kill")
+
+
+def test_job_list_shows_the_queue_in_scheduling_order_with_reasons(tmp_path):
+    master = Master(tmp_path / "home", slots=2).start()
+    try:
+        blocker = master.create(gated_search("blocker", tmp_path / "open-blocker", 2), CODE)
+        master.wait_for(lambda: running(master, blocker["id"]) == 2, what="the blocker to run")
+        older = master.create(gated_search("older", tmp_path / "open", 2), CODE)
+        urgent = master.create(gated_search("urgent", tmp_path / "open", 1), CODE)
+        shipyard_cli(master, "experiment", "set", "priority", str(urgent["id"]), "10")
+        paused = master.create(gated_search("paused", tmp_path / "open", 1), CODE)
+        master.http.post(f"/experiments/{paused['id']}/pause")
+
+        shown = shipyard_cli(master, "job", "list", "--json")
+        assert shown.returncode == 0, shown.stderr
+        jobs = [(j["experiment_id"], j["reason"]) for j in json.loads(shown.stdout)]
+        assert [exp for exp, _ in jobs] == [blocker["id"]] * 2 + [urgent["id"]] + [
+            older["id"]
+        ] * 2 + [paused["id"]]
+        assert all(reason.startswith("running on cpu") for _, reason in jobs[:2])
+        assert all(reason == "waits for a free slot (0 free)" for _, reason in jobs[2:5])
+        assert jobs[5][1] == "its experiment is paused"
+        table = shipyard_cli(master, "job", "list")
+        assert table.returncode == 0 and "waits for a free slot" in table.stdout
+        (tmp_path / "open-blocker").touch()
+        (tmp_path / "open").touch()
+        for exp in (blocker, older, urgent):
+            assert master.wait(exp["id"], timeout=120)["state"] == "COMPLETED"
+    finally:
+        master.stop()

@@ -1,7 +1,7 @@
 """Slot assignment: priority first, gangs get all their slots or wait, max_slots caps."""
 
 from shipyard.backends.base import Slot
-from shipyard.server.workers.scheduler import Request, assign
+from shipyard.server.workers.scheduler import Request, assign, queue_order
 
 SLOTS = [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(4)]
 
@@ -61,3 +61,17 @@ def test_no_slot_is_given_twice():
     placed = assign([req(i, exp=i) for i in range(1, 7)], SLOTS, {})
     given = [s.id for slots in placed.values() for s in slots]
     assert len(given) == len(set(given)) == 4
+
+
+def test_queue_order_lists_every_request_in_turn_with_why_it_waits():
+    requests = [
+        req(1, exp=1, need=2),
+        req(2, exp=2, priority=10),
+        req(3, exp=3, max_slots=1),
+    ]
+    order = queue_order(requests, free=1, in_use_by_experiment={3: 1})
+    assert [(r.trial_id, reason) for r, reason in order] == [
+        (2, "starts now"),
+        (1, "waits for 2 free slots (0 free)"),
+        (3, "its experiment holds its max_slots (1)"),
+    ]

@@ -202,6 +202,21 @@ class ExperimentResources(BaseModel):
     max_slots: int | None = Field(None, ge=1, description="slots the experiment holds at most")
 
 
+class JobInfo(BaseModel):
+    """One trial in the scheduler's view: running, or queued with the reason it waits."""
+
+    position: int  # 1 = the first the scheduler looks at
+    trial_id: int
+    experiment_id: int
+    experiment_name: str
+    state: str
+    priority: int
+    weight: float
+    slots_needed: int
+    slots: list[str] = []  # the slots of a running trial
+    reason: str
+
+
 class ActionResult(BaseModel):
     id: int
     state: str

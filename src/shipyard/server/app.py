@@ -20,6 +20,7 @@ from shipyard.server.routers import (
     checkpoints,
     contexts,
     experiments,
+    jobs,
     master,
     searcher,
     trial_side,
@@ -66,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="REST API of the Shipyard master",
         lifespan=lifespan,
     )
-    for module in (master, contexts, experiments, trials, trial_side, checkpoints, searcher):
+    for module in (master, contexts, experiments, jobs, trials, trial_side, checkpoints, searcher):
         app.include_router(module.router, prefix="/api/v1")
     _install_error_handlers(app)
     return app

@@ -29,23 +29,54 @@ def assign(
     and 3 share 4 slots 1:3), then the oldest; requests that do not fit wait."""
     free = list(free)
     used: dict[int, int] = defaultdict(int, in_use_by_experiment)
-    queues: dict[int, deque[Request]] = defaultdict(deque)
-    for req in sorted(requests, key=lambda r: r.trial_id):
-        queues[req.experiment_id].append(req)
+    queues = _queues(requests)
     out: dict[int, list[Slot]] = {}
     while free:
         # An experiment's trials all need the same slots: only the head of its queue counts.
         heads = [q[0] for q in queues.values() if q and _fits(q[0], len(free), used)]
         if not heads:
             break
-        req = min(
-            heads,
-            key=lambda r: (r.priority, used[r.experiment_id] / r.weight, r.experiment_id),
-        )
+        req = min(heads, key=lambda r: _turn(r, used))
         out[req.trial_id], free = free[: req.slots_needed], free[req.slots_needed :]
         used[req.experiment_id] += req.slots_needed
         queues[req.experiment_id].popleft()
     return out
+
+
+def queue_order(
+    requests: list[Request], free: int, in_use_by_experiment: dict[int, int]
+) -> list[tuple[Request, str]]:
+    """Every request in the order the scheduler takes them, each with what happens to it
+    now: it starts, or why it waits. (Later ones are ordered as if the earlier ran.)"""
+    used: dict[int, int] = defaultdict(int, in_use_by_experiment)
+    queues = _queues(requests)
+    out: list[tuple[Request, str]] = []
+    while heads := [q[0] for q in queues.values() if q]:
+        req = min(heads, key=lambda r: _turn(r, used))
+        queues[req.experiment_id].popleft()
+        if req.max_slots is not None and used[req.experiment_id] + req.slots_needed > req.max_slots:
+            reason = f"its experiment holds its max_slots ({req.max_slots})"
+        elif req.slots_needed > free:
+            wanted = "a free slot" if req.slots_needed == 1 else f"{req.slots_needed} free slots"
+            reason = f"waits for {wanted} ({free} free)"
+        else:
+            reason = "starts now"
+            free -= req.slots_needed
+        used[req.experiment_id] += req.slots_needed
+        out.append((req, reason))
+    return out
+
+
+def _queues(requests: list[Request]) -> dict[int, deque[Request]]:
+    queues: dict[int, deque[Request]] = defaultdict(deque)
+    for req in sorted(requests, key=lambda r: r.trial_id):
+        queues[req.experiment_id].append(req)
+    return queues
+
+
+def _turn(req: Request, used: dict[int, int]) -> tuple[int, float, int]:
+    """Whose turn it is: smaller priority, then fewer slots per unit of weight, then older."""
+    return (req.priority, used[req.experiment_id] / req.weight, req.experiment_id)
 
 
 def _fits(req: Request, free: int, used: dict[int, int]) -> bool:

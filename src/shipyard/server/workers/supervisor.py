@@ -7,7 +7,7 @@ import logging
 import time
 from datetime import timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, Slot
 from shipyard.common.states import ExperimentState, TrialState
@@ -16,21 +16,13 @@ from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.services import logs, searching
+from shipyard.server.services import jobs, logs, searching
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers import scheduler
 from shipyard.server.workers.launcher import build_spec
 
 log = logging.getLogger(__name__)
-
-_HOLDING = (TrialState.STARTING, TrialState.RUNNING)
-
-# A queued trial may launch unless it waits for a target its searcher has not given yet.
-_LAUNCHABLE = (orm.Trial.state == TrialState.QUEUED) & or_(
-    orm.Trial.waiting_for_searcher.is_(False),
-    orm.Trial.target_length > orm.Trial.searcher_time,
-)
 
 
 def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
@@ -69,7 +61,7 @@ class Supervisor:
     def recover(self) -> None:
         """Re-attach to every trial the database says is running, before scheduling."""
         with self.db.write() as s:
-            for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(_HOLDING))):
+            for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(jobs.HOLDING))):
                 handle = self.backend.recover(trial.handle) if trial.handle else None
                 if handle is None and trial.stop_requested:
                     # The searcher had stopped it: lost now, it ends as stopped.
@@ -96,35 +88,23 @@ class Supervisor:
 
     def schedule(self) -> int:
         with self.db.read() as s:
-            has_queued = s.scalar(select(orm.Trial.id).where(_LAUNCHABLE).limit(1))
+            has_queued = s.scalar(select(orm.Trial.id).where(jobs.LAUNCHABLE).limit(1))
         if has_queued is None:
             return 0
         launches = []
         with self.db.write() as s:
-            holding = list(s.scalars(select(orm.Trial).where(orm.Trial.state.in_(_HOLDING))))
+            holding = jobs.holding(s)
             busy = {slot for t in holding for slot in t.slots or []}
-            used: dict[int, int] = {}
-            for t in holding:
-                used[t.experiment_id] = used.get(t.experiment_id, 0) + len(t.slots or [])
+            used = jobs.slots_in_use(holding)
             free = [slot for sid, slot in self.slots.items() if sid not in busy]
             if not free:
                 return 0
             rows = s.execute(
                 select(orm.Trial, orm.Experiment)
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
-                .where(_LAUNCHABLE, orm.Experiment.state == ExperimentState.ACTIVE)
+                .where(jobs.LAUNCHABLE, orm.Experiment.state == ExperimentState.ACTIVE)
             ).all()
-            requests = [
-                scheduler.Request(
-                    trial_id=t.id,
-                    experiment_id=e.id,
-                    priority=e.priority,
-                    slots_needed=e.config["resources"]["slots_per_trial"],
-                    max_slots=e.config["resources"].get("max_slots"),
-                    weight=float(e.config["resources"].get("weight", 1.0)),
-                )
-                for t, e in rows
-            ]
+            requests = [jobs.request_for(t, e) for t, e in rows]
             placed = scheduler.assign(requests, free, used)
             for trial, exp in rows:
                 if trial.id not in placed:

@@ -1,0 +1,19 @@
+"""The scheduler's queue, as `shipyard job list` shows it."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from shipyard.common import api
+from shipyard.server.services import jobs
+from shipyard.server.state import MasterState, master
+
+router = APIRouter(tags=["jobs"])
+
+
+@router.get("/jobs", operation_id="list_jobs", response_model=list[api.JobInfo])
+def list_jobs(m: MasterState = Depends(master)) -> list[api.JobInfo]:
+    """Running trials, then queued ones in the order the scheduler takes them, each with
+    the reason it waits."""
+    with m.db.read() as s:
+        return jobs.job_list(len(m.backend.capacity()), session=s)
