@@ -66,6 +66,12 @@ def test_crashed_trial_resumes_from_its_latest_checkpoint(master):
     assert [s for s, _ in losses] == list(range(1, 13))
     runs = dict(master.metrics(trial["id"], "training", "run"))
     assert runs[6] == 2 and runs[7] == 2 and runs[5] == 1
+    # trial describe lists each run with how it ended
+    assert [(r["run_id"], r["ended_how"]) for r in trial["runs"]] == [
+        (1, "exited with code 3; restart 1 of 2"),  # max_restarts: 2
+        (2, "exited with code 0; completed"),
+    ]
+    assert all(r["slots"] and r["ended_at"] for r in trial["runs"])
 
 
 def test_trial_that_keeps_crashing_errors_with_its_last_log_lines(master):

@@ -14,6 +14,7 @@ from shipyard.common.api import (
     CheckpointInfo,
     ExperimentSummary,
     MetricSummary,
+    RunInfo,
     SlotInfo,
     TrialSummary,
 )
@@ -212,4 +213,21 @@ def pareto_table(
         trial_id = by_request.get(member.get("request_id", ""))
         values = [fmt_number(v) for v in member.get("values", [])]
         add_row(table, "" if trial_id is None else str(trial_id), *values)
+    return table
+
+
+def runs_table(runs: list[RunInfo]) -> Table:
+    """Every launch of a trial and how it ended."""
+    table = Table(title="Runs")
+    for column in ("Run", "Slots", "Started", "Ended", "How it ended"):
+        table.add_column(column, justify="right" if column == "Run" else "left")
+    for run in runs:
+        add_row(
+            table,
+            str(run.run_id),
+            ", ".join(run.slots),
+            fmt_time(run.started_at),
+            fmt_time(run.ended_at),
+            run.ended_how or ("running" if run.ended_at is None else ""),
+        )
     return table

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from shipyard.cli.context import open_session
 from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines
-from shipyard.cli.render import fields_table, fmt_number, fmt_time, metrics_table
+from shipyard.cli.render import fields_table, fmt_number, fmt_time, metrics_table, runs_table
 from shipyard.client import trials
 from shipyard.common.states import TrialState
 
@@ -50,6 +50,8 @@ def describe(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = Fals
     )
     if trial.metrics:
         out.print(metrics_table(trial.metrics))
+    if trial.runs:
+        out.print(runs_table(trial.runs))
     if trial.state == TrialState.ERRORED and trial.last_log_lines:
         out.print(Text("Last log lines", style="bold red"))
         for line in trial.last_log_lines:

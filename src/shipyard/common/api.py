@@ -110,12 +110,23 @@ class TrialSummary(BaseModel):
     end_reason: str | None = None
 
 
+class RunInfo(BaseModel):
+    """One launch of a trial."""
+
+    run_id: int
+    slots: list[str] = []
+    started_at: datetime
+    ended_at: datetime | None = None
+    ended_how: str | None = None  # e.g. "exited with code 3; restart 1 of 5"
+
+
 class TrialDetail(TrialSummary):
     workspace: str
     seed: int
     exit_reason: str | None = None
     metrics: list[MetricSummary] = []
     last_log_lines: list[str] = []  # filled for ERRORED trials: the lines before the failure
+    runs: list[RunInfo] = []  # every launch, oldest first
 
 
 class ExperimentSummary(BaseModel):

@@ -124,6 +124,19 @@ class Trial(Base):
     searcher_info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
+class TrialRun(Base):
+    """One launch of a trial and how it ended (migration 0003), for `trial describe`."""
+
+    __tablename__ = "trial_runs"
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    slots: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # How it ended and what the master made of it, e.g. "exited with code 3: restarted".
+    ended_how: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class SearcherEvent(Base):
     """A validation or an exit the searcher has not seen yet: written with its cause,
     consumed by the experiment driver, so a master restart loses none."""

@@ -64,11 +64,28 @@ def trial_summaries(
                 seed=t.seed,
                 exit_reason=t.exit_reason,
                 metrics=own,
+                runs=_runs(t.id, session),
             )
             if detail
             else api.TrialSummary(**fields)
         )
     return out
+
+
+def _runs(trial_id: int, session: Session) -> list[api.RunInfo]:
+    rows = session.scalars(
+        select(orm.TrialRun).where(orm.TrialRun.trial_id == trial_id).order_by(orm.TrialRun.run_id)
+    )
+    return [
+        api.RunInfo(
+            run_id=r.run_id,
+            slots=list(r.slots or []),
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            ended_how=r.ended_how,
+        )
+        for r in rows
+    ]
 
 
 def _rung(info: dict | None) -> int | None:

@@ -34,6 +34,15 @@ def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
     return time >= length
 
 
+def _end_run(session, trial: orm.Trial, how: str) -> None:
+    """Record how the trial's current run ended (runs launched before migration 0003
+    have no row)."""
+    run = session.get(orm.TrialRun, (trial.id, trial.run_id))
+    if run is not None:
+        run.ended_at = utcnow()
+        run.ended_how = how
+
+
 def _describe_exit(state: RunState) -> str:
     if state.status == RunStatus.LOST:
         return "the trial's process was lost (no exit code)"
@@ -70,6 +79,7 @@ class Supervisor:
                     trial.slots = []
                     trial.handle = None
                     s.add(searching.exit_event(trial, ExitReason.STOPPED))
+                    _end_run(s, trial, "lost while the master was down; stopped by the searcher")
                     continue
                 if handle is None:
                     log.warning("trial %s was not found after the restart; requeued", trial.id)
@@ -79,6 +89,7 @@ class Supervisor:
                     trial.exit_reason = (
                         "lost while the master was down; resumed from its checkpoint"
                     )
+                    _end_run(s, trial, trial.exit_reason)
                     continue
                 trial.state = TrialState.RUNNING
                 self.handles[trial.id] = handle
@@ -118,6 +129,7 @@ class Supervisor:
                 trial.preempt_deadline = None
                 trial.waiting_for_searcher = False
                 trial.started_at = trial.started_at or utcnow()
+                s.add(orm.TrialRun(trial_id=trial.id, run_id=trial.run_id, slots=trial.slots))
                 launches.append((trial, exp, placed[trial.id]))
         for trial, exp, slots in launches:
             handle = self._launch(trial, exp, slots)
@@ -173,6 +185,7 @@ class Supervisor:
             if ExperimentState(exp.state) == ExperimentState.CANCELED:
                 trial.state = TrialState.CANCELED
                 trial.exit_reason = "the experiment was killed"
+                outcome = "canceled: the experiment was killed"
                 s.add(searching.exit_event(trial, ExitReason.CANCELED))
             elif trial.stop_requested:
                 # The searcher stopped it: after its final checkpoint, or terminated when
@@ -180,6 +193,7 @@ class Supervisor:
                 trial.state = TrialState.STOPPED
                 if not clean_exit:
                     trial.exit_reason = f"{trial.exit_reason}; then {reason}"
+                outcome = "stopped by the searcher"
                 s.add(searching.exit_event(trial, ExitReason.STOPPED))
             elif (
                 clean_exit
@@ -191,10 +205,16 @@ class Supervisor:
                 trial.exit_reason = None
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
+                outcome = "completed"
                 s.add(searching.exit_event(trial, ExitReason.COMPLETED))
             elif trial.preempt_requested or (clean_exit and trial.waiting_for_searcher):
                 # Preempted (it resumes from its checkpoint), or it reached its searcher
                 # target and waits for the next one: either way it holds no slot.
+                outcome = (
+                    "waits for the searcher's next target"
+                    if trial.waiting_for_searcher
+                    else "preempted: resumes from its checkpoint"
+                )
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
                 paused = ExperimentState(exp.state) == ExperimentState.PAUSED
@@ -202,11 +222,14 @@ class Supervisor:
             elif trial.restarts < max_restarts:
                 trial.restarts += 1
                 trial.state = TrialState.QUEUED
-                trial.exit_reason = f"{reason}; restart {trial.restarts} of {max_restarts}"
+                outcome = f"restart {trial.restarts} of {max_restarts}"
+                trial.exit_reason = f"{reason}; {outcome}"
             else:
                 trial.state = TrialState.ERRORED
-                trial.exit_reason = f"{reason}; no restarts left (max_restarts: {max_restarts})"
+                outcome = f"no restarts left (max_restarts: {max_restarts})"
+                trial.exit_reason = f"{reason}; {outcome}"
                 s.add(searching.exit_event(trial, ExitReason.ERRORED))
+            _end_run(s, trial, f"{reason}; {outcome}")
             if TrialState(trial.state).terminal:
                 trial.ended_at = utcnow()
                 ended = True
