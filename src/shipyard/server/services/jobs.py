@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
+from shipyard.server.services import searching
 from shipyard.server.workers import scheduler
 
 HOLDING = (TrialState.STARTING, TrialState.RUNNING)
@@ -93,6 +94,4 @@ def job_list(total_slots: int, *, session: Session) -> list[api.JobInfo]:
 def _why_not_launchable(trial: orm.Trial, exp: orm.Experiment) -> str:
     if ExperimentState(exp.state) == ExperimentState.PAUSED or trial.state == TrialState.PAUSED:
         return "its experiment is paused"
-    if trial.waiting_for_searcher:
-        return f"waiting for the searcher at {trial.searcher_time or 0:g}"
-    return "not schedulable"
+    return searching.waiting_reason(trial) or "not schedulable"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import insert, select, update
@@ -35,13 +34,6 @@ log = logging.getLogger(__name__)
 def trial_seed(experiment_seed: int, request_id: str) -> int:
     digest = hashlib.sha256(f"{experiment_seed}:{request_id}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-@dataclass
-class Outcome:
-    """What one pass over an experiment's events changed that a running trial must hear."""
-
-    signaled: list[int] = field(default_factory=list)  # stop or new target: wake its long-poll
 
 
 class SearcherCache:
@@ -93,12 +85,12 @@ def start(exp: orm.Experiment, searcher_config: dict, space: dict, *, session: S
 
 def consume_events(
     exp: orm.Experiment, *, session: Session, cache: SearcherCache, stop_grace_s: float
-) -> tuple[Outcome, Searcher]:
+) -> tuple[list[int], Searcher]:
     """Process the experiment's pending events, and those their decisions add (a stop of a
     trial that is not running is its exit at once). The caller keeps the returned searcher
     in the cache once the transaction has committed."""
     searcher = cache.take(exp)
-    outcome = Outcome()
+    signaled: list[int] = []  # trials told to stop or given a target: wake their long-polls
     touched: set[str] = set()
     while events := _pending_events(session, exp.id):
         for event in events:
@@ -121,10 +113,10 @@ def consume_events(
             except ValueError:
                 log.exception("searcher refused event %s of experiment %s", event.id, exp.id)
                 continue
-            _apply(session, exp, actions, outcome, touched, stop_grace_s)
+            _apply(session, exp, actions, signaled, touched, stop_grace_s)
         session.flush()
     _save(session, exp, searcher, touched)
-    return outcome, searcher
+    return signaled, searcher
 
 
 def _warn_if_unusable(exp: orm.Experiment, request_id: str, metrics: dict) -> None:
@@ -168,7 +160,7 @@ def _apply(
     session: Session,
     exp: orm.Experiment,
     actions: list,
-    outcome: Outcome,
+    signaled: list[int],
     touched: set[str],
     stop_grace_s: float,
 ) -> None:
@@ -184,8 +176,8 @@ def _apply(
             if isinstance(action, SetTarget):
                 trial.target_length = action.target
             else:
-                _stop(session, trial, action.reason, outcome, stop_grace_s)
-            outcome.signaled.append(trial.id)
+                _stop(session, trial, action.reason, stop_grace_s)
+            signaled.append(trial.id)
         elif isinstance(action, Shutdown):
             exp.searcher_done = True
             if action.failure:
@@ -193,9 +185,7 @@ def _apply(
                 exp.ended_at = utcnow()
 
 
-def _stop(
-    session: Session, trial: orm.Trial, reason: str, outcome: Outcome, grace_s: float
-) -> None:
+def _stop(session: Session, trial: orm.Trial, reason: str, grace_s: float) -> None:
     trial.stop_requested = True
     trial.exit_reason = reason
     if trial.state in (TrialState.STARTING, TrialState.RUNNING):
@@ -269,6 +259,13 @@ def park(trial: orm.Trial) -> bool:
         return False
     trial.waiting_for_searcher = True
     return True
+
+
+def waiting_reason(trial: orm.Trial) -> str | None:
+    """Why a trial waits for its searcher, in the words describe and job list show."""
+    if not trial.waiting_for_searcher or target_ahead(trial):
+        return None
+    return f"waiting for the searcher at {trial.searcher_time or 0:g}"
 
 
 def target_ahead(trial: orm.Trial) -> bool:

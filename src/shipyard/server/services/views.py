@@ -104,9 +104,7 @@ def end_reason(trial: orm.Trial) -> str | None:
         return f"errored: {trial.exit_reason}" if trial.exit_reason else "errored"
     if state == TrialState.CANCELED:
         return "canceled"
-    if trial.waiting_for_searcher and not searching.target_ahead(trial):
-        return f"waiting for the searcher at {trial.searcher_time or 0:g}"
-    return None
+    return searching.waiting_reason(trial)
 
 
 def _workspace_name(workspace_id: int, session: Session) -> str:

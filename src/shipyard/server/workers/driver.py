@@ -31,13 +31,13 @@ class ExperimentDriver:
         for exp_id in sorted(pending):
             with self.db.write() as s:
                 exp = s.get(orm.Experiment, exp_id)
-                outcome, searcher = searching.consume_events(
+                told, searcher = searching.consume_events(
                     exp, session=s, cache=self.searchers, stop_grace_s=self.stop_grace_s
                 )
                 seq = searching.saved_seq(exp)
             # Kept only after the commit: a failed pass leaves no cached searcher behind.
             self.searchers.keep(exp_id, seq, searcher)
-            signaled += outcome.signaled
+            signaled += told
         return signaled
 
     def finish_experiments(self) -> None:
