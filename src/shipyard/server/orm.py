@@ -80,6 +80,10 @@ class Experiment(Base):
     seed: Mapped[int] = mapped_column(BigInteger)
     checkpoint_base: Mapped[str] = mapped_column(Text)  # where its trials write checkpoints
     priority: Mapped[int] = mapped_column(Integer, default=42)
+    # Migration 0004: the pool whose slots its trials run on.
+    resource_pool: Mapped[str] = mapped_column(
+        String(64), default="default", server_default="default"
+    )
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     searcher_done: Mapped[bool] = mapped_column(Boolean, default=False)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
@@ -122,6 +126,10 @@ class Trial(Base):
     stop_deadline: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     parent_trial_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     searcher_info: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Migration 0004. last_heartbeat: when the current run last showed it was alive (a
+    # report or a heartbeat); run_error: what the current run said failed before it exited.
+    last_heartbeat: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    run_error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class TrialRun(Base):

@@ -128,6 +128,8 @@ class Supervisor:
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
                 trial.waiting_for_searcher = False
+                trial.run_error = None
+                trial.last_heartbeat = utcnow()
                 trial.started_at = trial.started_at or utcnow()
                 s.add(orm.TrialRun(trial_id=trial.id, run_id=trial.run_id, slots=trial.slots))
                 launches.append((trial, exp, placed[trial.id]))
@@ -177,6 +179,8 @@ class Supervisor:
         ended = False
         with self.db.write() as s:
             trial = s.get(orm.Trial, trial_id)
+            if trial.run_error:
+                reason = f"{reason}: {trial.run_error}"  # what the trial said went wrong
             exp = s.get(orm.Experiment, trial.experiment_id)
             trial.handle = None
             trial.slots = []
