@@ -30,8 +30,9 @@ class Master:
     """``with Master(slots=2) as master:`` runs ``python -m shipyard.server`` until the
     block ends."""
 
-    def __init__(self, slots: int | None = None) -> None:
+    def __init__(self, slots: int | None = None, config: str | None = None) -> None:
         self.slots = slots
+        self.config = config  # the master's config file (YAML), e.g. resource pools
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.home = Path(tempfile.mkdtemp(prefix="shipyard-bench-"))
@@ -43,6 +44,9 @@ class Master:
         argv += ["--home", str(self.home)]
         if self.slots is not None:
             argv += ["--slots", str(self.slots)]
+        if self.config is not None:
+            (self.home / "master.yaml").write_text(self.config)
+            argv += ["--config", str(self.home / "master.yaml")]
         env = {**os.environ, "SHIPYARD_HOME": str(self.home)}
         env.pop("SHIPYARD_MASTER", None)
         with open(self.log_path, "wb") as log:

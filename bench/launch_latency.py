@@ -8,33 +8,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from typing import TypeVar
 
 import httpx
 from _master import REPO, Master
+from _poll import poll
 from _stats import summary
 
 from shipyard.client import Shipyard
 
 RUNS = 10
-POLL_S = 0.01
 TIMEOUT_S = 60.0
 TARGET_MEDIAN_S = 1.0
 EXAMPLE = REPO / "examples" / "quadratic"
-
-T = TypeVar("T")
-
-
-def poll(fetch: Callable[[], T], what: str) -> T:
-    """Call fetch every POLL_S until it returns something truthy."""
-    deadline = time.monotonic() + TIMEOUT_S
-    while time.monotonic() < deadline:
-        result = fetch()
-        if result:
-            return result
-        time.sleep(POLL_S)
-    raise TimeoutError(f"no {what} after {TIMEOUT_S} s")
 
 
 def first_training_metric_latency(sy: Shipyard, api: httpx.Client) -> float:

@@ -1,3 +1,3 @@
 """Session-wide test plugins. Fixtures live in tests/fixtures/, one concern a module."""
 
-pytest_plugins = ["tests.fixtures.postgres"]
+pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.small_disk"]

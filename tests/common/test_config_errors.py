@@ -198,15 +198,19 @@ def test_paths_in_lists_and_absolute_path_checks():
     assert "outside host_path" in detail_at(error, "checkpoint_storage.storage_path")["message"]
 
 
-def test_unknown_resource_pool():
-    error = config_error(
-        load_config,
-        "entrypoint: python3 t.py\nsearcher: {name: single, metric: l}\n"
-        "resources: {resource_pool: gpu-pool}\n",
-    )
-    assert (
-        "unknown resource pool 'gpu-pool'" in detail_at(error, "resources.resource_pool")["message"]
-    )
+def test_resource_pool_name_is_checked_by_the_master_not_the_config():
+    base = "entrypoint: python3 t.py\nsearcher: {name: single, metric: l}\nresources: %s\n"
+    # Which pools exist only the master knows (tests/e2e/test_pools.py); the name is kept.
+    assert load_config(base % "{resource_pool: gpu-pool}").resources.resource_pool == "gpu-pool"
+    error = config_error(load_config, base % "{resource_pool: ' '}")
+    assert "cannot be empty" in detail_at(error, "resources.resource_pool")["message"]
+
+
+def test_preemption_timeout_is_whole_seconds_from_one():
+    base = "entrypoint: python3 t.py\nsearcher: {name: single, metric: l}\npreemption_timeout: %s\n"
+    assert load_config(base % "30").preemption_timeout == 30
+    error = config_error(load_config, base % "0")
+    assert detail_at(error, "preemption_timeout")["message"] == "must be at least 1, got 0"
 
 
 def test_max_length_forms():

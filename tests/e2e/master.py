@@ -34,10 +34,13 @@ def make_context(directory: Path) -> bytes:
 
 
 class Master:
-    def __init__(self, home: Path, slots: int = 2, db_url: str | None = None) -> None:
+    def __init__(
+        self, home: Path, slots: int = 2, db_url: str | None = None, config: str | None = None
+    ) -> None:
         self.home = home
         self.slots = slots
         self.db_url = db_url
+        self.config = config  # the master's config file (YAML), e.g. resource pools
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -49,6 +52,10 @@ class Master:
         if self.db_url:
             env["SHIPYARD_DB_URL"] = self.db_url
         self.home.mkdir(parents=True, exist_ok=True)
+        extra = []
+        if self.config is not None:
+            (self.home / "master.yaml").write_text(self.config)
+            extra = ["--config", str(self.home / "master.yaml")]
         self.log = open(self.home / "master-test.log", "ab")  # noqa: SIM115 - kept open while running
         self.proc = subprocess.Popen(
             [
@@ -61,6 +68,7 @@ class Master:
                 str(self.home),
                 "--slots",
                 str(self.slots),
+                *extra,
             ],
             env=env,
             stdout=self.log,

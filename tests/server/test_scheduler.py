@@ -1,7 +1,7 @@
 """Slot assignment: priority first, gangs get all their slots or wait, max_slots caps."""
 
 from shipyard.backends.base import Slot
-from shipyard.server.workers.scheduler import Request, assign, queue_order
+from shipyard.server.workers.scheduler import Request, Running, assign, preemptions, queue_order
 
 SLOTS = [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(4)]
 
@@ -74,4 +74,90 @@ def test_queue_order_lists_every_request_in_turn_with_why_it_waits():
         (2, "starts now"),
         (1, "waits for 2 free slots (0 free)"),
         (3, "its experiment holds its max_slots (1)"),
+    ]
+
+
+# -- preemption ---------------------------------------------------------------------------
+
+
+def running(trial, priority=42, slots=1, leaving=False):
+    return Running(trial, priority, slots, leaving)
+
+
+def test_without_reserve_a_small_trial_backfills_past_a_waiting_gang():
+    requests = [req(1, exp=1, priority=10, need=2), req(2, exp=2, priority=50)]
+    assert list(assign(requests, SLOTS[:1], {})) == [2]
+
+
+def test_with_reserve_nothing_of_worse_priority_takes_slots_a_better_gang_waits_for():
+    requests = [req(1, exp=1, priority=10, need=2), req(2, exp=2, priority=50)]
+    assert assign(requests, SLOTS[:1], {}, reserve=True) == {}
+    # equal priorities still backfill: there is no preemption between them
+    requests = [req(1, exp=1, priority=10, need=2), req(2, exp=2, priority=10)]
+    assert list(assign(requests, SLOTS[:1], {}, reserve=True)) == [2]
+
+
+def test_a_better_priority_request_preempts_the_worst_and_newest_running_trials():
+    victims = preemptions(
+        [req(9, exp=3, priority=10, need=2)],
+        [running(1, priority=42), running(2, priority=60), running(3, priority=60)],
+        free=0,
+        in_use_by_experiment={},
+    )
+    assert victims == [3, 2]  # priority 60 before 42; the newer trial first
+
+
+def test_preemption_takes_only_as_many_slots_as_are_missing():
+    victims = preemptions(
+        [req(9, exp=3, priority=10, need=2)],
+        [running(1, priority=50), running(2, priority=50)],
+        free=1,
+        in_use_by_experiment={},
+    )
+    assert victims == [2]
+
+
+def test_slots_already_being_given_up_are_counted_before_preempting_more():
+    victims = preemptions(
+        [req(9, exp=3, priority=10)],
+        [running(1, priority=50, leaving=True), running(2, priority=50)],
+        free=0,
+        in_use_by_experiment={},
+    )
+    assert victims == []
+
+
+def test_equal_or_better_priorities_are_never_preempted():
+    running_trials = [running(1, priority=10), running(2, priority=42)]
+    assert preemptions([req(9, exp=3, priority=42)], running_trials, 0, {}) == []
+
+
+def test_a_request_that_would_not_fit_even_after_preempting_takes_nothing():
+    victims = preemptions(
+        [req(9, exp=3, priority=10, need=3)],
+        [running(1, priority=50), running(2, priority=10)],
+        free=0,
+        in_use_by_experiment={},
+    )
+    assert victims == []
+
+
+def test_max_slots_is_respected_when_preempting():
+    victims = preemptions(
+        [req(9, exp=3, priority=10, max_slots=1)], [running(1, priority=50)], 0, {3: 1}
+    )
+    assert victims == []
+
+
+def test_queue_order_explains_slots_being_given_up_and_held_back_requests():
+    order = queue_order(
+        [req(1, exp=1, priority=10, need=2), req(2, exp=2, priority=50)],
+        1,
+        {},
+        reserve=True,
+        freeing=1,
+    )
+    assert [reason for _, reason in order] == [
+        "waits for 2 free slots (1 free, 1 being given up by preemption)",
+        "held back: trial 1 of better priority waits for slots",
     ]

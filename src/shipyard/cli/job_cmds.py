@@ -16,8 +16,8 @@ app = typer.Typer(no_args_is_help=True)
 
 def jobs_table(jobs: list[JobInfo]) -> Table:
     table = Table()
-    for column in ("#", "Trial", "Experiment", "State", "Priority", "Weight", "Slots"):
-        table.add_column(column, justify="right" if column != "State" else "left")
+    for column in ("#", "Trial", "Experiment", "Pool", "State", "Priority", "Weight", "Slots"):
+        table.add_column(column, justify="left" if column in ("Pool", "State") else "right")
     table.add_column("Why")
     for job in jobs:
         add_row(
@@ -25,6 +25,7 @@ def jobs_table(jobs: list[JobInfo]) -> Table:
             str(job.position),
             str(job.trial_id),
             f"{job.experiment_id} {job.experiment_name}",
+            job.resource_pool,
             styled_state(job.state),
             str(job.priority),
             f"{job.weight:g}",

@@ -45,12 +45,24 @@ def up(
         int | None,
         typer.Option(min=1, help="CPU slots when there is no GPU (default: one a core)."),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True, dir_okay=False, help="Master config file (resource pools), YAML."
+        ),
+    ] = None,
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Run in this process (for service managers).")
     ] = False,
 ) -> None:
     """Start the master (in the background unless --foreground)."""
-    launch = MasterLaunch(host=host, port=port, home=_home(home), slots=slots)
+    launch = MasterLaunch(
+        host=host,
+        port=port,
+        home=_home(home),
+        slots=slots,
+        config=config.resolve() if config else None,
+    )
     if probe_master(launch.url):
         say(f"A Shipyard master already answers at {launch.url}.")
         return

@@ -32,6 +32,7 @@ class MasterLaunch:
     port: int
     home: Path
     slots: int | None = None
+    config: Path | None = None  # the master's config file (resource pools)
 
     @property
     def url(self) -> str:
@@ -49,6 +50,8 @@ class MasterLaunch:
         argv += ["--port", str(self.port), "--home", str(self.home)]
         if self.slots is not None:
             argv += ["--slots", str(self.slots)]
+        if self.config is not None:
+            argv += ["--config", str(self.config)]
         return argv
 
     def env(self) -> dict[str, str]:

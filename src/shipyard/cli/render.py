@@ -149,7 +149,7 @@ def trials_table(trials: list[TrialSummary]) -> Table:
 
 def slots_table(slots: list[SlotInfo]) -> Table:
     table = Table()
-    for column in ("Slot", "Kind", "Device", "Trial", "Experiment"):
+    for column in ("Slot", "Kind", "Device", "Pool", "Trial", "Experiment"):
         table.add_column(column)
     for slot in slots:
         add_row(
@@ -157,6 +157,7 @@ def slots_table(slots: list[SlotInfo]) -> Table:
             slot.id,
             slot.kind,
             slot.device,
+            slot.pool or "-",
             "-" if slot.trial_id is None else str(slot.trial_id),
             "-" if slot.experiment_id is None else str(slot.experiment_id),
         )

@@ -26,6 +26,7 @@ class SlotInfo(BaseModel):
     id: str  # "cpu0", "gpu1"
     kind: str  # "cpu" or "gpu"
     device: str  # GPU name/uuid, or "cpu"
+    pool: str | None = None  # its resource pool (None: in no pool, unused)
     trial_id: int | None = None
     experiment_id: int | None = None
 
@@ -220,6 +221,7 @@ class JobInfo(BaseModel):
     trial_id: int
     experiment_id: int
     experiment_name: str
+    resource_pool: str = "default"
     state: str
     priority: int
     weight: float

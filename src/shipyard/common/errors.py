@@ -73,6 +73,20 @@ class MasterUnavailable(ShipyardError):
     kind = "MasterUnavailable"
 
 
+class CheckpointWriteError(ShipyardError, OSError):
+    """A checkpoint's files could not be written (disk full, permission denied, read-only
+    storage): raised by ``ctx.checkpoint`` on the trial side, never sent by the master.
+
+    Also an OSError (``errno`` is the original one), so code that caught the OSError before
+    keeps working. The message names the checkpoint's location and the OS error."""
+
+    kind = "CheckpointWriteError"
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
 ERRORS_BY_KIND: dict[str, type[ShipyardError]] = {
     cls.kind: cls
     for cls in (

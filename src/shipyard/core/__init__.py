@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from shipyard.common.errors import CheckpointWriteError
     from shipyard.core._context import Context
 
-__all__ = ["Context", "init"]
+__all__ = ["CheckpointWriteError", "Context", "init"]
 
 
 def init(*, master: str | None = None, hparams: dict[str, Any] | None = None) -> Context:
@@ -33,4 +34,8 @@ def __getattr__(name: str) -> Any:
         from shipyard.core._context import Context
 
         return Context
+    if name == "CheckpointWriteError":
+        from shipyard.common.errors import CheckpointWriteError
+
+        return CheckpointWriteError
     raise AttributeError(f"module 'shipyard.core' has no attribute {name!r}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from shipyard.common.errors import InvalidRequest
 from shipyard.core._env import env_int, env_json, env_str
+from shipyard.core._run_error import failure_message, send_run_error
 from shipyard.core.checkpoint import CheckpointContext, LocalCheckpoint, MasterCheckpoint
 from shipyard.core.distributed import DistributedContext, SingleProcessDistributed
 from shipyard.core.info import Info, info_from_env
@@ -23,7 +26,9 @@ LOCAL_CHECKPOINT_DIR = "checkpoints"
 
 class Context:
     """Everything training code talks to. Use it as ``with shipyard.core.init() as ctx:``;
-    leaving the block (even with an exception) delivers every reported metric first."""
+    leaving the block (even with an exception) delivers every reported metric first. An
+    exception leaving the block is also sent to the master (``on_error``), which shows it in
+    the run's exit reason."""
 
     def __init__(
         self,
@@ -35,6 +40,7 @@ class Context:
         searcher: SearcherContext,
         distributed: DistributedContext,
         on_close: list[Any] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.info = info
         self.train = train
@@ -43,6 +49,7 @@ class Context:
         self.searcher = searcher
         self.distributed = distributed
         self._on_close = on_close or []
+        self._on_error = on_error
         self._closed = False
 
     @property
@@ -59,6 +66,11 @@ class Context:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None and self._on_error is not None:
+            # Before the metrics flush, which can wait long on an unreachable master.
+            message = failure_message(exc)
+            if message is not None:
+                self._on_error(message)
         self.close(raise_errors=exc is None)
 
     def close(
@@ -103,7 +115,10 @@ def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Conte
 
     assert info.trial_id is not None  # info_from_env requires it when a master is set
     http = JsonHttp(master)
-    signals = SignalPoller(http, info.trial_id, target=env_int("SHIPYARD_SEARCHER_TARGET"))
+    heartbeat = _heartbeat(http, info.trial_id, info.run_id)
+    signals = SignalPoller(
+        http, info.trial_id, target=env_int("SHIPYARD_SEARCHER_TARGET"), heartbeat=heartbeat
+    )
     train = MasterTrain(http, info.trial_id, info.run_id)
     return Context(
         info=info,
@@ -112,7 +127,8 @@ def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Conte
         preempt=MasterPreempt(signals),
         searcher=MasterSearcher(signals, http, info.trial_id, info.run_id, train),
         distributed=distributed,
-        on_close=[signals.close, http.close],
+        on_close=[signals.close, http.close] + ([heartbeat.close] if heartbeat else []),
+        on_error=functools.partial(send_run_error, http, info.trial_id, info.run_id),
     )
 
 
@@ -129,3 +145,14 @@ def _local_storage(default_dir: Path) -> CheckpointStorage:
     if env_str("SHIPYARD_CHECKPOINT_STORAGE") is not None:
         return _storage_from_env()
     return SharedFSStorage(default_dir)
+
+
+def _heartbeat(http: Any, trial_id: int, run_id: int) -> Any:
+    """Beats only when the experiment has a heartbeat_timeout (the master then sets the
+    interval); reports are heartbeats anyway."""
+    interval = os.environ.get("SHIPYARD_HEARTBEAT_INTERVAL_S")
+    if not interval:
+        return None
+    from shipyard.core._heartbeat import Heartbeat
+
+    return Heartbeat(http, trial_id, run_id, float(interval))

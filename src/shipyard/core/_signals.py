@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from shipyard.common.errors import ShipyardError
 
 if TYPE_CHECKING:
+    from shipyard.core._heartbeat import Heartbeat
     from shipyard.core._http import JsonHttp
 
 LONG_POLL_S = 30
@@ -24,7 +25,13 @@ FIRST_ASK_TIMEOUT_S = 5.0
 
 
 class SignalPoller:
-    def __init__(self, http: JsonHttp, trial_id: int, target: int | None = None) -> None:
+    def __init__(
+        self,
+        http: JsonHttp,
+        trial_id: int,
+        target: int | None = None,
+        heartbeat: Heartbeat | None = None,
+    ) -> None:
         self._http = http
         self._path = f"/api/v1/trials/{trial_id}/signals"
         self._version = 0
@@ -35,8 +42,12 @@ class SignalPoller:
         self._changed = threading.Condition()
         self._started = False
         self._closing = threading.Event()
+        self._heartbeat = heartbeat
 
     def ensure_started(self) -> None:
+        """Called by should_preempt()/should_stop(): the training loop is alive."""
+        if self._heartbeat is not None:
+            self._heartbeat.touch()
         if self._started:
             return
         with self._lock:

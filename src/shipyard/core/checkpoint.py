@@ -6,10 +6,12 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from shipyard.common.errors import CheckpointWriteError
 from shipyard.core._retry import request_with_retry
 from shipyard.core.info import Info
 from shipyard.storage import CheckpointStorage
@@ -69,14 +71,11 @@ class LocalCheckpoint:
     ) -> Iterator[tuple[Path, str]]:
         metadata, steps = _check_metadata(metadata, steps_completed)
         uuid = _new_uuid()
-        path = self.storage.store_path(uuid)
-        try:
+        with _writing(self.storage, uuid):
+            path = self.storage.store_path(uuid)
             yield path, uuid
-        except BaseException:
-            # A half-written directory is not a checkpoint; don't leave it taking space.
-            shutil.rmtree(path, ignore_errors=True)
-            raise
-        self._finish(uuid, metadata, steps)
+            resources = self.storage.finalize(uuid, metadata, steps_completed=steps)
+        self._finish(uuid, metadata, steps, resources)
 
     @contextlib.contextmanager
     def restore_path(self, uuid: str) -> Iterator[Path]:
@@ -91,12 +90,10 @@ class LocalCheckpoint:
     ) -> str:
         metadata, steps = _check_metadata(metadata, steps_completed)
         uuid = _new_uuid()
-        try:
+        with _writing(self.storage, uuid):
             self.storage.upload(local_dir, uuid)
-        except BaseException:
-            self.storage.delete(uuid)
-            raise
-        self._finish(uuid, metadata, steps)
+            resources = self.storage.finalize(uuid, metadata, steps_completed=steps)
+        self._finish(uuid, metadata, steps, resources)
         return uuid
 
     def download(self, uuid: str, local_dir: str | Path) -> None:
@@ -105,8 +102,10 @@ class LocalCheckpoint:
     def read_metadata(self, uuid: str) -> dict[str, Any]:
         return self.storage.read_metadata(uuid)
 
-    def _finish(self, uuid: str, metadata: dict[str, Any], steps_completed: int) -> None:
-        resources = self.storage.finalize(uuid, metadata, steps_completed=steps_completed)
+    def _finish(
+        self, uuid: str, metadata: dict[str, Any], steps_completed: int, resources: dict[str, int]
+    ) -> None:
+        """Only a checkpoint whose metadata.json is written gets here: register it."""
         self._register(uuid, metadata, steps_completed, resources)
         self._info.latest_checkpoint = uuid
 
@@ -139,6 +138,48 @@ class MasterCheckpoint(LocalCheckpoint):
         request_with_retry(
             self._http, "POST", f"/api/v1/trials/{self._info.trial_id}/checkpoints", body
         )
+
+
+@contextlib.contextmanager
+def _writing(storage: CheckpointStorage, uuid: str) -> Iterator[None]:
+    """Around everything that writes checkpoint ``uuid`` (its directory, the user's files,
+    metadata.json). On a failure the partial checkpoint is removed, since it is not a
+    checkpoint and may be what filled the disk; an OSError becomes a CheckpointWriteError
+    that names where, because "[Errno 28] No space left on device" alone does not say
+    which disk. Other exceptions pass through unchanged."""
+    try:
+        yield
+    except CheckpointWriteError:  # from a nested store: it names its own checkpoint
+        _remove_partial(storage, uuid)
+        raise
+    except OSError as exc:
+        _remove_partial(storage, uuid)
+        raise CheckpointWriteError(
+            f"cannot write checkpoint {uuid} to {storage.location(uuid)}: {_describe(exc)}",
+            errno=exc.errno,
+        ) from exc
+    except BaseException:
+        _remove_partial(storage, uuid)
+        raise
+
+
+def _remove_partial(storage: CheckpointStorage, uuid: str) -> None:
+    """Best effort: removing can fail too (read-only storage); the write error matters more."""
+    try:
+        storage.delete(uuid)
+    except OSError as exc:
+        print(f"[shipyard] could not remove partial checkpoint {uuid}: {exc}", file=sys.stderr)
+
+
+def _describe(exc: OSError) -> str:
+    """The OS error in one line. copytree (upload) gathers one error per file in a list."""
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+    if isinstance(failures, list) and failures and len(failures[0]) == 3:
+        source, _target, why = failures[0]
+        text = str(why) if str(source) in str(why) else f"{why} (copying {source})"
+        more = len(failures) - 1
+        return f"{text} (and {more} more file{'s' if more > 1 else ''})" if more else text
+    return str(exc)
 
 
 def _check_metadata(

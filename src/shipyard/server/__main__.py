@@ -11,6 +11,7 @@ from pathlib import Path
 
 import uvicorn
 
+from shipyard.common.errors import ConfigError
 from shipyard.server.app import create_app
 from shipyard.server.settings import Settings
 
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int)
     parser.add_argument("--home", type=Path)
     parser.add_argument("--slots", type=int, help="CPU slots when no GPU is found")
+    parser.add_argument("--config", dest="config_file", type=Path, help="master config (YAML)")
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in vars(args).items() if v is not None}
     settings = Settings(**overrides)
@@ -46,8 +48,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        app = create_app(settings)  # reads the master config and lays out the pools
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level="warning",

@@ -16,6 +16,7 @@ from shipyard.backends.registry import backend_class
 from shipyard.common.errors import InvalidRequest, ShipyardError
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
+from shipyard.server.pools import MasterConfig, load_master_config, partition
 from shipyard.server.routers import (
     checkpoints,
     contexts,
@@ -36,22 +37,28 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    master_config = (
+        load_master_config(settings.config_file) if settings.config_file else MasterConfig()
+    )
+    backend = backend_class(settings.backend)(slots=settings.slots)
+    pools = partition(backend.capacity(), master_config)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         settings.ensure_dirs()
         db = Database(settings.database_url)
         db.migrate()
-        backend = backend_class(settings.backend)(slots=settings.slots)
         hub = SignalHub()
         hub.attach(asyncio.get_running_loop())
-        orchestrator = Orchestrator(settings, db, backend, hub)
+        orchestrator = Orchestrator(settings, db, backend, hub, pools)
         app.state.master = MasterState(
             settings=settings,
             db=db,
             backend=backend,
             hub=hub,
             orchestrator=orchestrator,
+            pools=pools,
+            default_pool=master_config.default_pool,
             started_at=utcnow(),
         )
         orchestrator.start()

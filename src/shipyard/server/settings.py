@@ -18,7 +18,11 @@ class Settings(BaseSettings):
     slots: int | None = None  # CPU slots when no GPU is found; default: one per core
     backend: str = "local"
     max_context_mb: int = 96
-    preempt_timeout_s: float = 60.0  # a trial asked to stop is killed after this long
+    # The master's config file (resource pools); see server/pools.py.
+    config_file: Path | None = None
+    # A trial asked to give up its slots (preemption, pause) is killed after this long,
+    # unless its experiment sets preemption_timeout (Determined's default: an hour).
+    preempt_timeout_s: float = 3600.0
     # A trial the searcher stopped that has not exited after this long is terminated.
     stop_grace_s: float = 60.0
     kill_grace_s: float = 10.0

@@ -13,6 +13,7 @@ from shipyard.backends.base import Backend
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.db import Database
+from shipyard.server.pools import Pool
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -26,6 +27,8 @@ class MasterState:
     backend: Backend
     hub: SignalHub
     orchestrator: Orchestrator
+    pools: dict[str, Pool]
+    default_pool: str  # for experiments that name no resources.resource_pool
     started_at: datetime
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
     _searcher_by_experiment: dict[int, SearcherOptions] = field(default_factory=dict)

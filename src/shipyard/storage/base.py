@@ -28,6 +28,10 @@ class CheckpointStorage(ABC):
     """Where checkpoints live. Implementations: SharedFSStorage (shared_fs / directory)."""
 
     @abstractmethod
+    def location(self, uuid: str) -> str:
+        """Where checkpoint ``uuid`` is (or would be) stored, for messages: a path or a URL."""
+
+    @abstractmethod
     def store_path(self, uuid: str) -> Path:
         """Create the (empty) directory a new checkpoint is written into and return it."""
 

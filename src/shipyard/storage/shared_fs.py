@@ -24,6 +24,9 @@ class SharedFSStorage(CheckpointStorage):
     def _dir(self, uuid: str) -> Path:
         return self.base_path / check_uuid(uuid)
 
+    def location(self, uuid: str) -> str:
+        return str(self._dir(uuid))
+
     def store_path(self, uuid: str) -> Path:
         path = self._dir(uuid)
         if self.is_complete(uuid):

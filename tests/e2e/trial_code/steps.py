@@ -1,7 +1,9 @@
 """A test trial: counts steps, checkpoints, validates, and misbehaves on request.
 
 hparams: steps, ckpt_every, x, sleep, crash_at (step), crash_runs (runs that crash there),
-silent (exit without reporting), ignore_sigterm (keep running when terminated).
+silent (exit without reporting), ignore_sigterm (keep running when terminated),
+ignore_preempt (never look at should_preempt), hang_at (step where the first run hangs
+without calling shipyard.core), quiet (no training metrics).
 """
 
 import json
@@ -24,7 +26,8 @@ with shipyard.core.init() as ctx:
             start = json.loads((path / "state.json").read_text())["step"]
         print(f"resumed from step {start}", flush=True)
     for step in range(start + 1, hp.get("steps", 10) + 1):
-        ctx.train.report_training_metrics(step, {"loss": 1.0 / step, "run": ctx.info.run_id})
+        if not hp.get("quiet"):
+            ctx.train.report_training_metrics(step, {"loss": 1.0 / step, "run": ctx.info.run_id})
         if step % hp.get("ckpt_every", 5) == 0:
             with ctx.checkpoint.store_path({"steps_completed": step}) as (path, uuid):
                 (path / "state.json").write_text(json.dumps({"step": step}))
@@ -34,7 +37,10 @@ with shipyard.core.init() as ctx:
         if step == hp.get("crash_at") and ctx.info.run_id <= hp.get("crash_runs", 1):
             print(f"boom at step {step} in run {ctx.info.run_id}", flush=True)
             sys.exit(3)
-        if ctx.preempt.should_preempt():
+        if step == hp.get("hang_at") and ctx.info.run_id == 1:
+            print(f"hanging at step {step}", flush=True)
+            time.sleep(3600)
+        if not hp.get("ignore_preempt") and ctx.preempt.should_preempt():
             print(f"preempted at step {step}", flush=True)
             break
         if ctx.searcher.should_stop():

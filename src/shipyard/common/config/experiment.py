@@ -51,6 +51,14 @@ class ExperimentConfig(StrictModel):
     checkpoint_storage: CheckpointStorage | None = None
     checkpoint_policy: Literal["best", "all", "none"] = "best"
     max_restarts: int = Field(default=5, ge=0)
+    # Seconds a trial asked to give up its slots (preemption, pause) has to checkpoint and
+    # exit before it is killed; unset: the master's default (an hour, as in Determined).
+    preemption_timeout: int | None = Field(default=None, ge=1)
+    # Shipyard's own (Determined has neither), in seconds. A run with no heartbeat for
+    # heartbeat_timeout is killed and restarted; a trial that has run trial_time_limit in
+    # all (over its runs) is stopped.
+    heartbeat_timeout: int | None = Field(default=None, ge=1)
+    trial_time_limit: int | None = Field(default=None, ge=1)
     min_validation_period: Period | None = None
     min_checkpoint_period: Period | None = None
     data: dict[str, Any] = Field(default_factory=dict)
@@ -67,7 +75,6 @@ class ExperimentConfig(StrictModel):
     integrations: Any = None
     pbs: Any = None
     slurm: Any = None
-    preemption_timeout: Any = None
     internal: Any = None
     security: Any = None
     tensorboard_storage: Any = None

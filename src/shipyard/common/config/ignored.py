@@ -34,7 +34,6 @@ IGNORED_DEFAULTS: dict[str, Any] = {
     "integrations": None,
     "pbs": None,
     "slurm": None,
-    "preemption_timeout": None,
     "internal": None,
     "security": None,
     "tensorboard_storage": None,

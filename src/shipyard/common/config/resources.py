@@ -26,9 +26,10 @@ class ResourcesConfig(StrictModel):
 
     @field_validator("resource_pool")
     @classmethod
-    def _known_pool(cls, value: str | None) -> str | None:
-        if value not in (None, DEFAULT_POOL):
-            raise invalid(f"unknown resource pool {value!r}; this master has only {DEFAULT_POOL!r}")
+    def _pool_name(cls, value: str | None) -> str | None:
+        # Which pools exist is the master's business: it checks the name on submit.
+        if value is not None and not value.strip():
+            raise invalid("a resource pool name cannot be empty; leave it out for the default")
         return value
 
     @field_validator("shm_size", "is_single_node")

@@ -27,7 +27,8 @@ def create_experiment(
         exp = experiments.create(
             req,
             default_checkpoint_base=str(m.settings.home / "checkpoints"),
-            total_slots=len(m.backend.capacity()),
+            pools=m.pools,
+            default_pool=m.default_pool,
             session=s,
         )
         exp_id = exp.id

@@ -16,4 +16,4 @@ def list_jobs(m: MasterState = Depends(master)) -> list[api.JobInfo]:
     """Running trials, then queued ones in the order the scheduler takes them, each with
     the reason it waits."""
     with m.db.read() as s:
-        return jobs.job_list(len(m.backend.capacity()), session=s)
+        return jobs.job_list(m.pools, session=s)

@@ -32,11 +32,13 @@ def list_slots(m: MasterState = Depends(master)) -> list[api.SlotInfo]:
             )
         ).all()
     owner = {slot: (tid, eid) for tid, eid, slots in holders for slot in slots or []}
+    pool_of = {slot.id: pool.name for pool in m.pools.values() for slot in pool.slots}
     return [
         api.SlotInfo(
             id=slot.id,
             kind=slot.kind,
             device=slot.device,
+            pool=pool_of.get(slot.id),
             trial_id=owner.get(slot.id, (None, None))[0],
             experiment_id=owner.get(slot.id, (None, None))[1],
         )

@@ -10,12 +10,15 @@ from starlette.concurrency import run_in_threadpool
 from shipyard.common.errors import Conflict, InvalidRequest
 from shipyard.common.states import TrialState
 from shipyard.server import orm
+from shipyard.server.orm import utcnow
 from shipyard.server.routers.trials import get_trial_row
-from shipyard.server.services import checkpoints, metrics, searching
+from shipyard.server.services import checkpoints, limits, metrics, searching
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["trial-side"])
+
+RUN_ERROR_MAX_CHARS = 1000
 
 
 def _running(trial: orm.Trial | metrics.ReportingTrial, run_id: Any) -> int:
@@ -42,6 +45,7 @@ def report_trial_metrics(
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
+        limits.beat(trial_id, session=s)
         options = m.searcher_options(trial.experiment_id, session=s)
         for v in validations:
             # Every validation: one without the searcher metric or time_metric is a
@@ -64,6 +68,7 @@ def report_checkpoint(
         _running(trial, body.get("run_id"))
         exp = s.get(orm.Experiment, trial.experiment_id)
         ckpt = checkpoints.register(trial, body, base_path=exp.checkpoint_base, session=s)
+        trial.last_heartbeat = utcnow()
         return {"uuid": ckpt.uuid}
 
 
@@ -88,7 +93,38 @@ def report_trial_progress(
     if not isinstance(progress, int | float) or not 0 <= progress <= 1:
         raise InvalidRequest(f"progress must be a number from 0 to 1, got {progress!r}")
     with m.db.write() as s:
-        get_trial_row(trial_id, s).progress = float(progress)
+        trial = get_trial_row(trial_id, s)
+        trial.progress = float(progress)
+        trial.last_heartbeat = utcnow()
+    return {}
+
+
+@router.post("/trials/{trial_id}/heartbeat", operation_id="trial_heartbeat")
+def trial_heartbeat(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    """The trial's training loop is alive (see heartbeat_timeout)."""
+    with m.db.write() as s:
+        _running(get_trial_row(trial_id, s), body.get("run_id"))
+        limits.beat(trial_id, session=s)
+    return {}
+
+
+@router.post("/trials/{trial_id}/run-error", operation_id="report_trial_run_error")
+def report_trial_run_error(
+    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+) -> dict:
+    """The current run says why it is failing (the exception leaving its ``with
+    shipyard.core.init()`` block); the supervisor appends it to the run's exit reason."""
+    message = body.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidRequest(f"message must be a non-empty string, got {message!r:.80}")
+    if len(message) > RUN_ERROR_MAX_CHARS:  # the trial cuts it too; a row is no log
+        message = message[: RUN_ERROR_MAX_CHARS - 1] + "…"
+    with m.db.write() as s:
+        trial = get_trial_row(trial_id, s)
+        _running(trial, body.get("run_id"))
+        trial.run_error = message
     return {}
 
 

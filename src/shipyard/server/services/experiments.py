@@ -13,6 +13,7 @@ from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFou
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
+from shipyard.server.pools import Pool
 from shipyard.server.services import searching, views
 from shipyard.server.services.contexts import get_context
 
@@ -31,7 +32,8 @@ def create(
     req: api.CreateExperimentRequest,
     *,
     default_checkpoint_base: str,
-    total_slots: int,
+    pools: dict[str, Pool],
+    default_pool: str,
     session: Session,
 ) -> orm.Experiment:
     """Validate, record, and start the searcher: the first trials are queued in the same
@@ -43,17 +45,7 @@ def create(
     validate_context(cfg, files)
     config = cfg.to_json_dict()
     _check_lengths(config)
-    wanted = config["resources"]["slots_per_trial"]
-    if wanted > total_slots:
-        raise ConfigError(
-            "the experiment asks for more slots than the master has",
-            [
-                {
-                    "path": "resources.slots_per_trial",
-                    "message": f"{wanted} slots per trial, but this master has {total_slots}",
-                }
-            ],
-        )
+    pool = _pool_for(config["resources"], pools, default_pool)
     seed = config.get("reproducibility", {}).get("experiment_seed")
     if seed is None:
         seed = secrets.randbelow(2**31)
@@ -70,11 +62,41 @@ def create(
         seed=seed,
         checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
         priority=config["resources"]["priority"],
+        resource_pool=pool,
     )
     session.add(exp)
     session.flush()
     searching.start(exp, cfg.searcher_dict(), cfg.hyperparameter_space(), session=session)
     return exp
+
+
+def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str:
+    """The pool the experiment's trials run in; it must exist and be big enough."""
+    name = resources.get("resource_pool") or default_pool
+    if name not in pools:
+        raise ConfigError(
+            "the experiment asks for a resource pool this master does not have",
+            [
+                {
+                    "path": "resources.resource_pool",
+                    "message": f"unknown resource pool {name!r}; this master has "
+                    + ", ".join(repr(p) for p in pools),
+                }
+            ],
+        )
+    wanted, have = resources["slots_per_trial"], len(pools[name].slots)
+    if wanted > have:
+        where = "this master has" if len(pools) == 1 else f"resource pool {name!r} has"
+        raise ConfigError(
+            "the experiment asks for more slots than the master has",
+            [
+                {
+                    "path": "resources.slots_per_trial",
+                    "message": f"{wanted} slots per trial, but {where} {have}",
+                }
+            ],
+        )
+    return name
 
 
 _MAX_LENGTHS = {"name": 256, "workspace": 128, "project": 128}  # the columns' sizes

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
+from shipyard.server.pools import Pool
 from shipyard.server.services import searching
 from shipyard.server.workers import scheduler
 
@@ -21,12 +22,17 @@ LAUNCHABLE = (orm.Trial.state == TrialState.QUEUED) & or_(
 )
 
 
-def request_for(trial: orm.Trial, exp: orm.Experiment) -> scheduler.Request:
+def priority_in(pool: Pool, exp: orm.Experiment) -> int:
+    """The fair_share scheduler ignores priorities: every experiment counts as equal."""
+    return exp.priority if pool.scheduler == "priority" else 0
+
+
+def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.Request:
     resources = exp.config["resources"]
     return scheduler.Request(
         trial_id=trial.id,
         experiment_id=exp.id,
-        priority=exp.priority,
+        priority=priority_in(pool, exp),
         slots_needed=resources["slots_per_trial"],
         max_slots=resources.get("max_slots"),
         weight=float(resources.get("weight", 1.0)),
@@ -37,6 +43,30 @@ def holding(session: Session) -> list[orm.Trial]:
     return list(session.scalars(select(orm.Trial).where(orm.Trial.state.in_(HOLDING))))
 
 
+def holding_with_experiments(session: Session) -> list[tuple[orm.Trial, orm.Experiment]]:
+    rows = session.execute(
+        select(orm.Trial, orm.Experiment)
+        .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
+        .where(orm.Trial.state.in_(HOLDING))
+    ).all()
+    return [(t, e) for t, e in rows]
+
+
+def running(trial: orm.Trial, exp: orm.Experiment) -> scheduler.Running:
+    """A trial holding slots, as the preemption planner sees it."""
+    return scheduler.Running(
+        trial_id=trial.id,
+        priority=exp.priority,
+        slots=len(trial.slots or []),
+        leaving=bool(trial.preempt_requested or trial.stop_requested),
+    )
+
+
+def running_in(pool: Pool, holding: list[tuple[orm.Trial, orm.Experiment]]):
+    """The trials holding slots of this pool."""
+    return [running(t, e) for t, e in holding if set(t.slots or []) & pool.slot_ids]
+
+
 def slots_in_use(trials: list[orm.Trial]) -> dict[int, int]:
     """Slots held per experiment."""
     used: dict[int, int] = {}
@@ -45,10 +75,10 @@ def slots_in_use(trials: list[orm.Trial]) -> dict[int, int]:
     return used
 
 
-def job_list(total_slots: int, *, session: Session) -> list[api.JobInfo]:
-    """Running trials, then queued ones in scheduling order with why each waits."""
-    running = holding(session)
-    free = total_slots - sum(len(t.slots or []) for t in running)
+def job_list(pools: dict[str, Pool], *, session: Session) -> list[api.JobInfo]:
+    """Running trials, then queued ones in scheduling order with why each waits, pool by
+    pool."""
+    running_rows = holding_with_experiments(session)
     rows = session.execute(
         select(orm.Trial, orm.Experiment)
         .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
@@ -63,23 +93,39 @@ def job_list(total_slots: int, *, session: Session) -> list[api.JobInfo]:
         )
     )
     jobs: list[tuple[orm.Trial, orm.Experiment, str]] = [
-        (t, by_id[t.id][1], "running on " + ", ".join(t.slots or []))
-        for t in sorted(running, key=lambda t: t.id)
+        (t, e, _running_reason(t)) for t, e in sorted(running_rows, key=lambda r: r[0].id)
     ]
-    requests = [request_for(t, e) for t, e in rows if t.id in launchable]
-    for req, reason in scheduler.queue_order(requests, max(free, 0), slots_in_use(running)):
-        trial, exp = by_id[req.trial_id]
-        jobs.append((trial, exp, reason))
+    used = slots_in_use([t for t, _ in running_rows])
+    for pool in pools.values():
+        in_pool = running_in(pool, running_rows)
+        requests = [
+            request_for(t, e, pool)
+            for t, e in rows
+            if t.id in launchable and e.resource_pool == pool.name
+        ]
+        order = scheduler.queue_order(
+            requests,
+            len(pool.slots) - sum(r.slots for r in in_pool),
+            used,
+            reserve=pool.preemption,
+            freeing=sum(r.slots for r in in_pool if r.leaving),
+        )
+        jobs += [(*by_id[req.trial_id], reason) for req, reason in order]
     for trial, exp in sorted(rows, key=lambda row: row[0].id):
-        if trial.id in launchable or trial.state in HOLDING:
+        if trial.state in HOLDING:
             continue
-        jobs.append((trial, exp, _why_not_launchable(trial, exp)))
+        if exp.resource_pool not in pools:
+            why = f"its resource pool {exp.resource_pool!r} is not on this master"
+            jobs.append((trial, exp, why))
+        elif trial.id not in launchable:
+            jobs.append((trial, exp, _why_not_launchable(trial, exp)))
     return [
         api.JobInfo(
             position=i,
             trial_id=t.id,
             experiment_id=e.id,
             experiment_name=e.name,
+            resource_pool=e.resource_pool,
             state=t.state,
             priority=e.priority,
             weight=float(e.config["resources"].get("weight", 1.0)),
@@ -89,6 +135,15 @@ def job_list(total_slots: int, *, session: Session) -> list[api.JobInfo]:
         )
         for i, (t, e, reason) in enumerate(jobs, start=1)
     ]
+
+
+def _running_reason(trial: orm.Trial) -> str:
+    where = "running on " + ", ".join(trial.slots or [])
+    if trial.stop_requested:
+        return f"{where}; stopped by the searcher, finishing"
+    if trial.preempt_requested:
+        return f"{where}; preempted, checkpointing to give up its slots"
+    return where
 
 
 def _why_not_launchable(trial: orm.Trial, exp: orm.Experiment) -> str:

@@ -176,7 +176,7 @@ def _apply(
             if isinstance(action, SetTarget):
                 trial.target_length = action.target
             else:
-                _stop(session, trial, action.reason, stop_grace_s)
+                stop_trial(session, trial, action.reason, stop_grace_s)
             signaled.append(trial.id)
         elif isinstance(action, Shutdown):
             exp.searcher_done = True
@@ -185,7 +185,7 @@ def _apply(
                 exp.ended_at = utcnow()
 
 
-def _stop(session: Session, trial: orm.Trial, reason: str, grace_s: float) -> None:
+def stop_trial(session: Session, trial: orm.Trial, reason: str, grace_s: float) -> None:
     trial.stop_requested = True
     trial.exit_reason = reason
     if trial.state in (TrialState.STARTING, TrialState.RUNNING):

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import metrics, searching
+from shipyard.server.services import limits, metrics, searching
 
 
 def _searcher(exp: orm.Experiment) -> dict:
@@ -98,6 +98,8 @@ def end_reason(trial: orm.Trial) -> str | None:
     state = TrialState(trial.state)
     if state == TrialState.COMPLETED:
         return "completed"
+    if state == TrialState.STOPPED and (trial.exit_reason or "").startswith(limits.TIME_LIMIT):
+        return f"stopped: {trial.exit_reason}"
     if state == TrialState.STOPPED:
         return f"searcher stop: {trial.exit_reason or 'stopped by the searcher'}"
     if state == TrialState.ERRORED:

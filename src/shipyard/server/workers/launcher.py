@@ -67,6 +67,12 @@ def _optional(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
+def _heartbeat_interval(timeout: int | None) -> str:
+    """Four beats per heartbeat_timeout: one lost beat never kills a healthy trial. No
+    timeout, no beats (reports still count as heartbeats)."""
+    return "" if timeout is None else str(timeout / 4)
+
+
 def build_spec(
     settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
 ) -> TrialLaunchSpec:
@@ -97,6 +103,7 @@ def build_spec(
             "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),
             "SHIPYARD_SEARCHER_TARGET": _optional(trial.target_length),
             "SHIPYARD_SEARCHER_TIME_METRIC": searcher.get("time_metric") or "",
+            "SHIPYARD_HEARTBEAT_INTERVAL_S": _heartbeat_interval(config.get("heartbeat_timeout")),
             "SHIPYARD_SLOT_IDS": ",".join(s.id for s in slots),
             "SHIPYARD_RANK": "0",
             "SHIPYARD_LOCAL_RANK": "0",

@@ -19,6 +19,7 @@ from enum import StrEnum
 from shipyard.backends.base import Backend
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
+from shipyard.server.pools import Pool
 from shipyard.server.services import checkpoint_gc
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -37,13 +38,20 @@ class Reason(StrEnum):
 
 
 class Orchestrator:
-    def __init__(self, settings: Settings, db: Database, backend: Backend, hub: SignalHub) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        backend: Backend,
+        hub: SignalHub,
+        pools: dict[str, Pool],
+    ) -> None:
         self.settings = settings
         self.db = db
         self.backend = backend
         self.hub = hub
         self.driver = ExperimentDriver(db, settings.stop_grace_s)
-        self.supervisor = Supervisor(settings, db, backend, hub)
+        self.supervisor = Supervisor(settings, db, backend, hub, pools)
         self._reasons: set[Reason] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()

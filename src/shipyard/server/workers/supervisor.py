@@ -16,7 +16,8 @@ from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.services import jobs, logs, searching
+from shipyard.server.pools import Pool
+from shipyard.server.services import jobs, limits, logs, searching
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers import scheduler
@@ -43,6 +44,11 @@ def _end_run(session, trial: orm.Trial, how: str) -> None:
         run.ended_how = how
 
 
+def _experiment_paused(session, trial_id: int) -> bool:
+    exp = session.get(orm.Experiment, session.get(orm.Trial, trial_id).experiment_id)
+    return ExperimentState(exp.state) == ExperimentState.PAUSED
+
+
 def _describe_exit(state: RunState) -> str:
     if state.status == RunStatus.LOST:
         return "the trial's process was lost (no exit code)"
@@ -53,12 +59,19 @@ def _describe_exit(state: RunState) -> str:
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, db: Database, backend: Backend, hub: SignalHub) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        backend: Backend,
+        hub: SignalHub,
+        pools: dict[str, Pool],
+    ) -> None:
         self.settings = settings
         self.db = db
         self.backend = backend
         self.hub = hub
-        self.slots = {s.id: s for s in backend.capacity()}
+        self.pools = pools
         self.handles: dict[int, Handle] = {}
         self.offsets: dict[int, int] = {}
         self.terminating: set[int] = set()
@@ -92,6 +105,7 @@ class Supervisor:
                     _end_run(s, trial, trial.exit_reason)
                     continue
                 trial.state = TrialState.RUNNING
+                trial.last_heartbeat = utcnow()  # the time the master was down is not its fault
                 self.handles[trial.id] = handle
                 self.offsets[trial.id] = trial.log_offset
 
@@ -103,36 +117,40 @@ class Supervisor:
         if has_queued is None:
             return 0
         launches = []
+        preempted: list[int] = []
         with self.db.write() as s:
-            holding = jobs.holding(s)
-            busy = {slot for t in holding for slot in t.slots or []}
-            used = jobs.slots_in_use(holding)
-            free = [slot for sid, slot in self.slots.items() if sid not in busy]
-            if not free:
-                return 0
+            holding = jobs.holding_with_experiments(s)
+            busy = {slot for t, _ in holding for slot in t.slots or []}
+            used = jobs.slots_in_use([t for t, _ in holding])
             rows = s.execute(
                 select(orm.Trial, orm.Experiment)
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
                 .where(jobs.LAUNCHABLE, orm.Experiment.state == ExperimentState.ACTIVE)
             ).all()
-            requests = [jobs.request_for(t, e) for t, e in rows]
-            placed = scheduler.assign(requests, free, used)
-            for trial, exp in rows:
-                if trial.id not in placed:
+            for pool in self.pools.values():
+                pool_rows = [(t, e) for t, e in rows if e.resource_pool == pool.name]
+                if not pool_rows:
                     continue
-                trial.state = TrialState.STARTING
-                trial.slots = [slot.id for slot in placed[trial.id]]
-                trial.run_id += 1
-                trial.log_offset = 0
-                trial.log_lines = 0
-                trial.preempt_requested = False
-                trial.preempt_deadline = None
-                trial.waiting_for_searcher = False
-                trial.run_error = None
-                trial.last_heartbeat = utcnow()
-                trial.started_at = trial.started_at or utcnow()
-                s.add(orm.TrialRun(trial_id=trial.id, run_id=trial.run_id, slots=trial.slots))
-                launches.append((trial, exp, placed[trial.id]))
+                requests = [jobs.request_for(t, e, pool) for t, e in pool_rows]
+                free = [slot for slot in pool.slots if slot.id not in busy]
+                placed = scheduler.assign(requests, free, used, reserve=pool.preemption)
+                for trial, exp in pool_rows:
+                    if trial.id in placed:
+                        self._start_run(s, trial, placed[trial.id])
+                        used[exp.id] = used.get(exp.id, 0) + len(placed[trial.id])
+                        launches.append((trial, exp, placed[trial.id]))
+                if pool.preemption:
+                    waiting = [r for r in requests if r.trial_id not in placed]
+                    running = [
+                        *jobs.running_in(pool, holding),
+                        *(jobs.running(t, e) for t, e in pool_rows if t.id in placed),
+                    ]
+                    free_now = len(free) - sum(len(v) for v in placed.values())
+                    victims = scheduler.preemptions(waiting, running, free_now, used)
+                    self._preempt(s, victims, why="a job of better priority needs its slots")
+                    preempted += victims
+        for trial_id in preempted:
+            self.hub.bump(trial_id)  # its long-poll answers now: should_preempt() turns true
         for trial, exp, slots in launches:
             handle = self._launch(trial, exp, slots)
             if handle is None:
@@ -145,6 +163,36 @@ class Supervisor:
                 if row.state == TrialState.STARTING:
                     row.state = TrialState.RUNNING
         return len(launches)
+
+    @staticmethod
+    def _start_run(s, trial: orm.Trial, slots: list[Slot]) -> None:
+        trial.state = TrialState.STARTING
+        trial.slots = [slot.id for slot in slots]
+        trial.run_id += 1
+        trial.log_offset = 0
+        trial.log_lines = 0
+        trial.preempt_requested = False
+        trial.preempt_deadline = None
+        trial.waiting_for_searcher = False
+        trial.run_error = None
+        trial.last_heartbeat = utcnow()
+        trial.started_at = trial.started_at or utcnow()
+        s.add(orm.TrialRun(trial_id=trial.id, run_id=trial.run_id, slots=trial.slots))
+
+    def _preempt(self, s, trial_ids: list[int], why: str) -> None:
+        """Ask trials to give up their slots: checkpoint and exit, or be killed after
+        their experiment's preemption_timeout."""
+        now = utcnow()
+        for trial_id in trial_ids:
+            trial = s.get(orm.Trial, trial_id)
+            exp = s.get(orm.Experiment, trial.experiment_id)
+            trial.preempt_requested = True
+            trial.preempt_deadline = now + timedelta(seconds=self._preemption_timeout(exp))
+            log.info("preempting trial %s: %s", trial_id, why)
+
+    def _preemption_timeout(self, exp: orm.Experiment) -> float:
+        timeout = exp.config.get("preemption_timeout")
+        return self.settings.preempt_timeout_s if timeout is None else float(timeout)
 
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
@@ -197,7 +245,11 @@ class Supervisor:
                 trial.state = TrialState.STOPPED
                 if not clean_exit:
                     trial.exit_reason = f"{trial.exit_reason}; then {reason}"
-                outcome = "stopped by the searcher"
+                outcome = (
+                    trial.exit_reason
+                    if (trial.exit_reason or "").startswith(limits.TIME_LIMIT)
+                    else "stopped by the searcher"
+                )
                 s.add(searching.exit_event(trial, ExitReason.STOPPED))
             elif (
                 clean_exit
@@ -248,39 +300,53 @@ class Supervisor:
     # -- pause, kill, preemption timeouts ---------------------------------------------------
 
     def enforce(self) -> None:
+        """Carry pause, kill, preemption and stop deadlines and the trials' limits
+        (heartbeat, time limit) to the running processes."""
         if not self.handles:
             return
         now = utcnow()
-        to_wake: list[int] = []
         to_kill: list[int] = []
+        needs_flag: list[int] = []
+        hung: dict[int, str] = {}
+        over_time: dict[int, str] = {}
         with self.db.read() as s:
             rows = s.execute(
-                select(orm.Trial, orm.Experiment.state)
+                select(orm.Trial, orm.Experiment)
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
                 .where(orm.Trial.id.in_(list(self.handles)))
             ).all()
-        needs_flag = []
-        for trial, exp_state in rows:
-            state = ExperimentState(exp_state)
+            timed = [t.id for t, e in rows if e.config.get("trial_time_limit") is not None]
+            ran = limits.running_seconds(timed, now, session=s)
+        for trial, exp in rows:
+            state = ExperimentState(exp.state)
             if state == ExperimentState.CANCELED:
                 to_kill.append(trial.id)
             elif trial.stop_deadline is not None and trial.stop_deadline < now:
-                to_kill.append(trial.id)  # the searcher stopped it and it did not exit in time
-            elif state == ExperimentState.PAUSED and trial.preempt_deadline is None:
-                needs_flag.append(trial.id)
-            elif state == ExperimentState.PAUSED and trial.preempt_deadline < now:
+                to_kill.append(trial.id)  # asked to stop, and it did not exit in time
+            elif trial.preempt_deadline is not None and trial.preempt_deadline < now:
                 to_kill.append(trial.id)  # it did not stop in time: it resumes from its checkpoint
-        if needs_flag:
-            deadline = now + timedelta(seconds=self.settings.preempt_timeout_s)
+            elif why := limits.hung(trial, exp, now):
+                hung[trial.id] = why
+            elif trial.id in ran and (why := limits.over_time(trial, exp, ran[trial.id])):
+                over_time[trial.id] = why
+            elif state == ExperimentState.PAUSED and not trial.preempt_requested:
+                needs_flag.append(trial.id)
+        to_wake = list(over_time)
+        if needs_flag or hung or over_time:
             with self.db.write() as s:
-                for trial_id in needs_flag:
-                    trial = s.get(orm.Trial, trial_id)
-                    exp = s.get(orm.Experiment, trial.experiment_id)
-                    if ExperimentState(exp.state) != ExperimentState.PAUSED:
-                        continue  # activated meanwhile
-                    trial.preempt_requested = True
-                    trial.preempt_deadline = deadline
-                    to_wake.append(trial_id)
+                still_paused = [t for t in needs_flag if _experiment_paused(s, t)]
+                self._preempt(s, still_paused, why="its experiment was paused")
+                to_wake += still_paused
+                for trial_id, why in hung.items():
+                    s.get(orm.Trial, trial_id).run_error = why  # joins its exit reason
+                    log.warning("trial %s is hung: %s; killing it", trial_id, why)
+                for trial_id, why in over_time.items():
+                    # Stopped as a searcher stop is: it checkpoints and exits, or is
+                    # terminated after the stop grace period.
+                    searching.stop_trial(
+                        s, s.get(orm.Trial, trial_id), why, self.settings.stop_grace_s
+                    )
+        to_kill += list(hung)
         for trial_id in to_wake:
             self.hub.bump(trial_id)
         for trial_id in to_kill:
