@@ -123,7 +123,7 @@ def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Conte
     return Context(
         info=info,
         train=train,
-        checkpoint=MasterCheckpoint(_storage_from_env, info, http),
+        checkpoint=MasterCheckpoint(_storage_from_env, info, http, flush_metrics=train.flush),
         preempt=MasterPreempt(signals),
         searcher=MasterSearcher(signals, http, info.trial_id, info.run_id, train),
         distributed=distributed,

@@ -117,17 +117,27 @@ class LocalCheckpoint:
 
 class MasterCheckpoint(LocalCheckpoint):
     """Also registers each checkpoint with the master, synchronously: the trial goes on only
-    once the master knows the checkpoint exists (so a restart can resume from it)."""
+    once the master knows the checkpoint exists (so a restart can resume from it).
+
+    Every metric reported before the checkpoint is delivered first: a restart resumes after
+    the checkpoint, so a metric still queued when the process dies right after registering
+    it would never be reported again (the chaos suite found this)."""
 
     def __init__(
-        self, storage: Callable[[], CheckpointStorage], info: Info, http: JsonHttp
+        self,
+        storage: Callable[[], CheckpointStorage],
+        info: Info,
+        http: JsonHttp,
+        flush_metrics: Callable[[], None],
     ) -> None:
         super().__init__(storage, info)
         self._http = http
+        self._flush_metrics = flush_metrics
 
     def _register(
         self, uuid: str, metadata: dict[str, Any], steps_completed: int, resources: dict[str, int]
     ) -> None:
+        self._flush_metrics()
         body = {
             "run_id": self._info.run_id,
             "uuid": uuid,
