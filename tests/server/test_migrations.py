@@ -17,3 +17,27 @@ def test_migrated_sqlite_schema_matches_the_orm(tmp_path):
         diff = compare_metadata(MigrationContext.configure(conn), orm.Base.metadata)
     db.close()
     assert diff == []
+
+
+def test_head_revision_names_the_newest_migration(tmp_path):
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from shipyard.server.db import HEAD_REVISION, MIGRATIONS
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(cfg).get_current_head() == HEAD_REVISION
+    # and a database at an older revision is still upgraded
+    from alembic import command
+
+    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    db.migrate()
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0003")
+    db.migrate()
+    with db.engine.connect() as conn:
+        columns = [row[1] for row in conn.exec_driver_sql("PRAGMA table_info(trials)")]
+    db.close()
+    assert "run_error" in columns

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shipyard.common.errors import ShipyardError
+from shipyard.core._retry import MAX_RETRY_DELAY_S
 
 if TYPE_CHECKING:
     from shipyard.core._heartbeat import Heartbeat
@@ -95,12 +96,10 @@ class SignalPoller:
         except ShipyardError as exc:
             # Not fatal: the flags stay False and the long-poll below keeps asking.
             print(f"[shipyard] cannot read signals from the master yet: {exc}", file=sys.stderr)
-        delay = 0.5
         while not self._closing.is_set():
             try:
                 self._ask(wait_s=LONG_POLL_S, timeout_s=LONG_POLL_S + 15)
-                delay = 0.5
             except ShipyardError:
-                # Master restarting or briefly unreachable: ask again, a little later each time.
-                self._closing.wait(delay)
-                delay = min(delay * 2, 5.0)
+                # Master restarting or briefly unreachable: ask again soon (a preemption
+                # decided right after a restart should not wait for a backoff).
+                self._closing.wait(MAX_RETRY_DELAY_S)

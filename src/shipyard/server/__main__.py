@@ -8,6 +8,7 @@ import logging
 import socket
 import sys
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -26,6 +27,15 @@ def _port_free(host: str, port: int) -> bool:
                 return False
             raise
     return True
+
+
+class _Server(uvicorn.Server):
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Trials' 30 s long-polls would hold the graceful shutdown until its timeout.
+        state = getattr(self.config.app.state, "master", None)
+        if state is not None:
+            state.hub.release_all()
+        super().handle_exit(sig, frame)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,15 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         log_level="warning",
         access_log=False,
         timeout_keep_alive=30,
-        timeout_graceful_shutdown=2,  # long-polls of trials would otherwise hold it 30 s
+        timeout_graceful_shutdown=2,
     )
+    _Server(config).run()
     return 0
 
 

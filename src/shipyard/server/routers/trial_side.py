@@ -45,7 +45,6 @@ def report_trial_metrics(
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = _running(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
-        limits.beat(trial_id, session=s)
         options = m.searcher_options(trial.experiment_id, session=s)
         for v in validations:
             # Every validation: one without the searcher metric or time_metric is a

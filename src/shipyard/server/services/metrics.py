@@ -7,13 +7,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.server import orm
+from shipyard.server.orm import utcnow
 
 GROUPS = ("training", "validation")
 
@@ -116,13 +117,14 @@ def ingest(
     if rows:
         session.execute(_upsert_points_stmt(session), list(rows.values()))
         _update_summaries(session, trial.id, list(rows.values()))
+    # One UPDATE: the furthest step so far, and the report counts as a heartbeat.
     top = max((step for _, step, _ in parsed), default=0)
-    if top > trial.steps_completed:
-        session.execute(
-            update(orm.Trial)
-            .where(orm.Trial.id == trial.id, orm.Trial.steps_completed < top)
-            .values(steps_completed=top)
-        )
+    furthest = case((orm.Trial.steps_completed < top, top), else_=orm.Trial.steps_completed)
+    session.execute(
+        update(orm.Trial)
+        .where(orm.Trial.id == trial.id)
+        .values(steps_completed=furthest, last_heartbeat=utcnow())
+    )
     return [
         {"steps_completed": step, "metrics": values}
         for group, step, values in parsed

@@ -20,6 +20,7 @@ class SignalHub:
         self._versions: dict[int, int] = {}
         self._events: dict[int, asyncio.Event] = {}
         self._lock = threading.Lock()
+        self._closing = False
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -40,9 +41,21 @@ class SignalHub:
         if event is not None:
             event.set()
 
+    def release_all(self) -> None:
+        """The master is stopping: answer every long-poll now, so the server's graceful
+        shutdown does not wait for them (trials ask again and reach the next master)."""
+        self._closing = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake_all)
+
+    def _wake_all(self) -> None:
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
     async def wait(self, trial_id: int, known_version: int, timeout: float) -> None:
         """Return when the trial's version differs from known_version, or after timeout."""
-        if self.version(trial_id) != known_version:
+        if self._closing or self.version(trial_id) != known_version:
             return
         event = self._events.setdefault(trial_id, asyncio.Event())
         try:
