@@ -79,6 +79,8 @@ bench: setup
 	python bench/searcher_decision_time.py
 	python bench/stop_latency.py
 	python bench/hpo_throughput.py
+	python bench/preempt_latency.py
+	python bench/recovery.py
 
 clean:
 	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache
