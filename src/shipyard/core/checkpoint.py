@@ -72,6 +72,7 @@ class LocalCheckpoint:
         metadata, steps = _check_metadata(metadata, steps_completed)
         uuid = _new_uuid()
         with _writing(self.storage, uuid):
+            self._begin(uuid)
             path = self.storage.store_path(uuid)
             yield path, uuid
             resources = self.storage.finalize(uuid, metadata, steps_completed=steps)
@@ -91,6 +92,7 @@ class LocalCheckpoint:
         metadata, steps = _check_metadata(metadata, steps_completed)
         uuid = _new_uuid()
         with _writing(self.storage, uuid):
+            self._begin(uuid)
             self.storage.upload(local_dir, uuid)
             resources = self.storage.finalize(uuid, metadata, steps_completed=steps)
         self._finish(uuid, metadata, steps, resources)
@@ -101,6 +103,9 @@ class LocalCheckpoint:
 
     def read_metadata(self, uuid: str) -> dict[str, Any]:
         return self.storage.read_metadata(uuid)
+
+    def _begin(self, uuid: str) -> None:
+        """Before anything of checkpoint ``uuid`` is written."""
 
     def _finish(
         self, uuid: str, metadata: dict[str, Any], steps_completed: int, resources: dict[str, int]
@@ -148,6 +153,15 @@ class MasterCheckpoint(LocalCheckpoint):
         request_with_retry(
             self._http, "POST", f"/api/v1/trials/{self._info.trial_id}/checkpoints", body
         )
+        try:
+            self.storage.clear_writing(uuid)
+        except OSError:  # harmless: the master skips the mark of a registered checkpoint
+            pass
+
+    def _begin(self, uuid: str) -> None:
+        # Until it is registered, the master can tell whose unfinished checkpoint this is.
+        owner = {"trial_id": self._info.trial_id, "run_id": self._info.run_id}
+        self.storage.mark_writing(uuid, owner)
 
 
 @contextlib.contextmanager

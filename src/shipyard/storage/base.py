@@ -56,7 +56,22 @@ class CheckpointStorage(ABC):
 
     @abstractmethod
     def delete(self, uuid: str) -> None:
-        """Remove a checkpoint (complete or not); deleting a missing one does nothing."""
+        """Remove a checkpoint (complete or not) and its writing mark; deleting a missing
+        one does nothing."""
+
+    @abstractmethod
+    def mark_writing(self, uuid: str, owner: dict[str, Any]) -> None:
+        """Note who writes checkpoint ``uuid`` until the master has it: a trial killed
+        before then leaves a directory no checkpoint row owns, and this mark lets the
+        master find and remove it."""
+
+    @abstractmethod
+    def clear_writing(self, uuid: str) -> None:
+        """The checkpoint is registered (or gone): forget its writing mark."""
+
+    @abstractmethod
+    def writing(self) -> dict[str, dict[str, Any]]:
+        """uuid -> owner of every checkpoint with a writing mark."""
 
     @abstractmethod
     def list_complete(self) -> list[str]:

@@ -11,6 +11,8 @@ from typing import Any
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.storage.base import METADATA_FILE, CheckpointStorage, check_uuid
 
+WRITING_DIR = ".writing"
+
 
 class SharedFSStorage(CheckpointStorage):
     """``<base_path>/<uuid>/<files>`` plus ``<base_path>/<uuid>/metadata.json``, written last."""
@@ -84,6 +86,32 @@ class SharedFSStorage(CheckpointStorage):
         # The manifest goes first, so a delete cut short leaves a non-checkpoint, not a broken one.
         (path / METADATA_FILE).unlink(missing_ok=True)
         shutil.rmtree(path, ignore_errors=True)
+        self.clear_writing(uuid)
+
+    # Writing marks: <base_path>/.writing/<uuid>.json, beside the checkpoints, not in them.
+
+    def _mark(self, uuid: str) -> Path:
+        return self.base_path / WRITING_DIR / f"{check_uuid(uuid)}.json"
+
+    def mark_writing(self, uuid: str, owner: dict[str, Any]) -> None:
+        mark = self._mark(uuid)
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.write_text(json.dumps(owner))
+
+    def clear_writing(self, uuid: str) -> None:
+        self._mark(uuid).unlink(missing_ok=True)
+
+    def writing(self) -> dict[str, dict[str, Any]]:
+        marks = self.base_path / WRITING_DIR
+        if not marks.is_dir():
+            return {}
+        found = {}
+        for mark in marks.glob("*.json"):
+            try:
+                found[mark.stem] = json.loads(mark.read_text())
+            except (OSError, ValueError):
+                continue  # being written right now, or damaged: the next pass looks again
+        return found
 
     def list_complete(self) -> list[str]:
         if not self.base_path.is_dir():

@@ -1,4 +1,5 @@
-"""Deletes the checkpoints an experiment's retention policy no longer keeps."""
+"""Deletes the checkpoints an experiment's retention policy no longer keeps, and the
+unfinished ones its trials left behind when they died while writing them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from sqlalchemy import select
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services.checkpoints import DELETED, select_for_deletion
-from shipyard.storage import storage_from_dict
+from shipyard.server.services.jobs import HOLDING
+from shipyard.storage import CheckpointStorage, storage_from_dict
 
 log = logging.getLogger(__name__)
 
@@ -21,9 +23,10 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
         exp = s.get(orm.Experiment, experiment_id)
         doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
         base = exp.checkpoint_base
+    storage = storage_from_dict({"type": "shared_fs", "base_path": base})
+    remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []
-    storage = storage_from_dict({"type": "shared_fs", "base_path": base})
     for uuid in doomed:
         try:
             storage.delete(uuid)
@@ -33,6 +36,45 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
         for uuid in doomed:
             s.get(orm.Checkpoint, uuid).state = DELETED
     return doomed
+
+
+def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int) -> list[str]:
+    """Delete the checkpoints this experiment's trials began and never registered: their
+    run died while writing (or before the master answered). A run still going may be
+    writing its mark's checkpoint right now, so only ended runs' are touched."""
+    try:
+        marks = storage.writing()
+    except OSError:
+        log.exception("could not list unfinished checkpoints in %s", storage)
+        return []
+    if not marks:
+        return []
+    with db.read() as s:
+        registered = set(
+            s.scalars(select(orm.Checkpoint.uuid).where(orm.Checkpoint.uuid.in_(list(marks))))
+        )
+        trial_ids = {m.get("trial_id") for m in marks.values()}
+        trials = {
+            t.id: t for t in s.scalars(select(orm.Trial).where(orm.Trial.id.in_(trial_ids)))
+        }
+    removed = []
+    for uuid, owner in marks.items():
+        trial = trials.get(owner.get("trial_id"))
+        if trial is None or trial.experiment_id != experiment_id:
+            continue  # another experiment's, in a shared storage
+        try:
+            if uuid in registered:
+                storage.clear_writing(uuid)  # killed between registering and clearing
+            elif trial.state in HOLDING and trial.run_id == owner.get("run_id"):
+                continue
+            else:
+                storage.delete(uuid)
+                removed.append(uuid)
+        except OSError:
+            log.exception("could not remove unfinished checkpoint %s", uuid)
+    if removed:
+        log.info("removed %d unfinished checkpoints of experiment %s", len(removed), experiment_id)
+    return removed
 
 
 def experiments_ended_since(db: Database, since: datetime) -> list[int]:
