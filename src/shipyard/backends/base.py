@@ -79,6 +79,12 @@ class Backend(abc.ABC):
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
         """Re-attach to a trial launched before a master restart, or None if it is gone."""
 
+    def find_launch(self, log_path: str) -> Handle | None:
+        """Find a trial launched with this spec.log_path whose handle the master never
+        recorded (it died in between), or None. Optional: without it such a trial is
+        requeued."""
+        return None
+
     def set_exit_listener(self, listener) -> None:  # noqa: B027 - optional hook
         """Called with no argument whenever a launched trial may have exited, so the
         master reacts at once instead of on its next poll. Optional."""

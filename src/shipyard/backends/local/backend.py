@@ -1,8 +1,10 @@
 """Trials as local processes: one process group per trial, output to a file.
 
-A trial is started through `sh -c '"$@"; echo $? > exit_file'` so that its exit code
-survives a master restart: the process is not the new master's child, so only the file
-can tell how it ended. User values are passed as arguments, never pasted into the script.
+A trial is started through `sh -c 'echo $$ > pid_file; "$@"; echo $? > exit_file'`: the
+pid file exists before the trial runs, so a master that dies before it recorded the launch
+finds the process again (`find_launch`); the exit file keeps the exit code across a master
+restart, since the process is not the new master's child. User values are passed as
+arguments, never pasted into the script.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from shipyard.backends.base import (
 )
 from shipyard.backends.local.gpus import cpu_slots, detect_gpus
 
-_WRAPPER = '"$@"; code=$?; echo $code > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
+_WRAPPER = (
+    'echo $$ > "$0.pid.tmp" && mv "$0.pid.tmp" "$0.pid" || exit 125; '
+    '"$@"; code=$?; echo $code > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
+)
 _MAX_READ = 1 << 20
 
 
@@ -119,6 +124,21 @@ class LocalBackend(Backend, LogSource):
         """Kill whatever is left of the trial's process group (a trial that ignored SIGTERM,
         background children of one that exited), so its slots are really free."""
         _killpg(handle.data["pid"], signal.SIGKILL)
+
+    def find_launch(self, log_path: str) -> Handle | None:
+        """The trial launched with this log path, if its wrapper is running or ran."""
+        exit_file = Path(log_path).with_suffix(".exit")
+        try:
+            pid = int(Path(f"{exit_file}.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None  # the wrapper never started: nothing runs
+        data = {
+            "pid": pid,
+            "start_time": _start_time(pid),
+            "exit_file": str(exit_file),
+            "log_path": log_path,
+        }
+        return self.recover(data)
 
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
         handle = Handle(backend=self.name, data=dict(handle_data))

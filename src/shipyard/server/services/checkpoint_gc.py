@@ -54,9 +54,7 @@ def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int)
             s.scalars(select(orm.Checkpoint.uuid).where(orm.Checkpoint.uuid.in_(list(marks))))
         )
         trial_ids = {m.get("trial_id") for m in marks.values()}
-        trials = {
-            t.id: t for t in s.scalars(select(orm.Trial).where(orm.Trial.id.in_(trial_ids)))
-        }
+        trials = {t.id: t for t in s.scalars(select(orm.Trial).where(orm.Trial.id.in_(trial_ids)))}
     removed = []
     for uuid, owner in marks.items():
         trial = trials.get(owner.get("trial_id"))

@@ -67,6 +67,11 @@ def _optional(value: int | None) -> str:
     return "" if value is None else str(value)
 
 
+def run_log_path(settings: Settings, trial: orm.Trial) -> str:
+    """Where the backend writes the output of the trial's current run."""
+    return str(settings.home / "logs" / f"trial-{trial.id}-run-{trial.run_id}.log")
+
+
 def _heartbeat_interval(timeout: int | None) -> str:
     """Four beats per heartbeat_timeout: one lost beat never kills a healthy trial. No
     timeout, no beats (reports still count as heartbeats)."""
@@ -110,7 +115,6 @@ def build_spec(
             "SHIPYARD_SIZE": "1",
         }
     )
-    log_path = settings.home / "logs" / f"trial-{trial.id}-run-{trial.run_id}.log"
     image = config.get("environment", {}).get("image")
     return TrialLaunchSpec(
         trial_id=trial.id,
@@ -120,5 +124,5 @@ def build_spec(
         workdir=str(_workdir(settings, exp, trial)),
         slots=slots,
         image=image if isinstance(image, str) else None,
-        log_path=str(log_path),
+        log_path=run_log_path(settings, trial),
     )

@@ -21,7 +21,7 @@ from shipyard.server.services import jobs, limits, logs, searching
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers import scheduler
-from shipyard.server.workers.launcher import build_spec
+from shipyard.server.workers.launcher import build_spec, run_log_path
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class Supervisor:
         """Re-attach to every trial the database says is running, before scheduling."""
         with self.db.write() as s:
             for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(jobs.HOLDING))):
-                handle = self.backend.recover(trial.handle) if trial.handle else None
+                handle = self._find(trial)
                 if handle is None and trial.stop_requested:
                     # The searcher had stopped it: lost now, it ends as stopped.
                     trial.state = TrialState.STOPPED
@@ -108,6 +108,16 @@ class Supervisor:
                 trial.last_heartbeat = utcnow()  # the time the master was down is not its fault
                 self.handles[trial.id] = handle
                 self.offsets[trial.id] = trial.log_offset
+
+    def _find(self, trial: orm.Trial) -> Handle | None:
+        if trial.handle:
+            return self.backend.recover(trial.handle)
+        # Launched, but the master died before it recorded the handle: the process may run.
+        handle = self.backend.find_launch(run_log_path(self.settings, trial))
+        if handle is not None:
+            trial.handle = handle.data
+            log.info("trial %s: found run %s launched before the restart", trial.id, trial.run_id)
+        return handle
 
     # -- launching ------------------------------------------------------------------------
 
