@@ -73,10 +73,18 @@ class Chaos:
         self.scenario = scenario
         self.masters: list[Master] = []
 
-    def start(self, timing: dict[str, Any] | None = None, slots: int = harness.SLOTS) -> ChaosRun:
-        master = harness.start_master(self.tmp_path / "home", slots=slots)
+    def start(
+        self,
+        timing: dict[str, Any] | None = None,
+        slots: int = harness.SLOTS,
+        master_config: str | None = None,
+        store: Path | None = None,
+    ) -> ChaosRun:
+        """`master_config`: the master's config file (resource pools); `store`: where the
+        checkpoints go (default: in the master's home)."""
+        master = harness.start_master(self.tmp_path / "home", slots=slots, config=master_config)
         self.masters.append(master)
-        return harness.create(master, timing)
+        return harness.create(master, timing, store)
 
     def finish(self, run: ChaosRun, reference: RunRecord, timeout: float = 120) -> Comparison:
         harness.wait_terminal(run, timeout)

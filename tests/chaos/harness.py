@@ -277,12 +277,14 @@ def compare(ref: RunRecord, run: RunRecord) -> Comparison:
 # -- running ---------------------------------------------------------------------------------
 
 
-def start_master(home: Path, slots: int = SLOTS) -> Master:
-    return Master(home, slots=slots).start()
+def start_master(home: Path, slots: int = SLOTS, config: str | None = None) -> Master:
+    return Master(home, slots=slots, config=config).start()
 
 
-def create(master: Master, timing: dict[str, Any] | None = None) -> ChaosRun:
-    store = master.home / "store"
+def create(
+    master: Master, timing: dict[str, Any] | None = None, store: Path | None = None
+) -> ChaosRun:
+    store = store or master.home / "store"
     exp = master.create(experiment_config(store, timing), CODE)
     return ChaosRun(master=master, experiment_id=exp["id"], store=store)
 

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
 from tests.chaos import harness
 from tests.e2e.master import TERMINAL
+from tests.fixtures.small_disk import fill_disk
 
 TRIAL_KILLS = 20
 MASTER_KILLS = 2
 PAUSES = 4
+PREEMPTIONS = 5
+E2E_CODE = Path(__file__).parents[1] / "e2e" / "trial_code"
 
 
 def test_trial_code_resumes_bit_identically(tmp_path, monkeypatch):
@@ -217,7 +221,96 @@ def test_pause_and_activate_while_checkpointing(chaos, reference):
     assert paused_in_checkpoint == PAUSES, pauses
 
 
-# Two more scenarios belong here, each one small test function like the ones above:
-# - preemption by a higher-priority experiment, five times (chaos.start, then create a
-#   priority-1 experiment on the same master while this one runs, and wait for it);
-# - a full disk while checkpointing.
+PREEMPTING_POOL = "resource_pools:\n  - pool_name: default\n    scheduler: {preemption: true}\n"
+
+
+def urgent_experiment(round_: int) -> str:
+    """Priority 1 and both slots: it preempts whatever of the chaos experiment runs."""
+    return (
+        f"name: urgent-{round_}\n"
+        "entrypoint: python3 steps.py\n"
+        "hyperparameters: {steps: 3, ckpt_every: 3}\n"
+        "searcher: {name: single, metric: val_loss}\n"
+        f"resources: {{priority: 1, slots_per_trial: {harness.SLOTS}}}\n"
+    )
+
+
+def preempted_runs(run: harness.ChaosRun) -> list[tuple[int, int]]:
+    return [
+        (t["id"], r["run_id"])
+        for t in run.trials()
+        for r in run.master.trial(t["id"])["runs"]
+        if (r["ended_how"] or "").endswith("preempted: resumes from its checkpoint")
+    ]
+
+
+def test_preemption_by_a_higher_priority_experiment(chaos, reference):
+    """Five times, while the chaos trials train, a priority-1 experiment asking for every slot
+    is submitted in a pool with preemption: the running trials checkpoint, give up their
+    slots, wait, and resume from that checkpoint once it is done."""
+    rng = random.Random(harness.chaos_seed(5))
+    run = chaos.start(timing={"step_sleep": 0.05}, master_config=PREEMPTING_POOL)
+    rounds = []
+    for i in range(PREEMPTIONS):
+        at_step = rng.randrange(5, 100)
+        running = run.master.wait_for(
+            lambda at_step=at_step: [
+                t["id"]
+                for t in run.trials()
+                if t["state"] == "RUNNING" and t["steps_completed"] >= at_step
+            ],
+            timeout=60,
+            what=f"a chaos trial running past step {at_step}",
+        )
+        urgent = run.master.create(urgent_experiment(i), E2E_CODE)
+        assert run.master.wait(urgent["id"], timeout=60)["state"] == "COMPLETED"
+        rounds.append({"at_step": at_step, "running": running})
+    preempted = preempted_runs(run)
+    run.counts.update(
+        faults_injected=len(rounds),
+        preempted_runs=len(preempted),
+        rounds=rounds,
+        faulted_trial_ids={trial_id for trial_id, _ in preempted},
+    )
+    chaos.finish(run, reference)
+    # Each urgent experiment took both slots from running chaos trials; none is a restart.
+    assert len(preempted) >= PREEMPTIONS, rounds
+    record = harness.record(run.master, run.experiment_id, run.store)
+    assert all(t.restarts == 0 for t in record.trials.values()), record.trials
+
+
+def test_full_checkpoint_disk_then_space_freed(chaos, reference, small_disk):
+    """The checkpoint storage is a small real file system. Mid-search it is filled up: the
+    checkpoints being written fail (their runs fail naming the path and "No space left on
+    device", and restart from the previous checkpoint, which stays usable); then the space
+    is freed and the search ends as if nothing happened."""
+    disk = small_disk(4 << 20)
+    run = chaos.start(timing={"step_sleep": 0.02}, store=disk)
+    run.master.wait_for(
+        lambda: any(t["steps_completed"] >= 30 for t in run.trials()),
+        timeout=60,
+        what="a trial past step 30",
+    )
+    ballast = fill_disk(disk)
+    failures = run.master.wait_for(
+        lambda: disk_full_runs(run) if len(disk_full_runs(run)) >= 2 else None,
+        timeout=60,
+        what="two runs failed on the full disk",
+    )
+    ballast.unlink()
+    run.counts.update(
+        faults_injected=len(disk_full_runs(run)),
+        faulted_trial_ids={trial_id for trial_id, _ in failures},
+    )
+    chaos.finish(run, reference)
+    for _, how in disk_full_runs(run):
+        assert f"to {disk}/" in how, how  # the message names where it could not write
+
+
+def disk_full_runs(run: harness.ChaosRun) -> list[tuple[int, str]]:
+    return [
+        (t["id"], r["ended_how"])
+        for t in run.trials()
+        for r in run.master.trial(t["id"])["runs"]
+        if "No space left on device" in (r["ended_how"] or "")
+    ]
