@@ -602,12 +602,14 @@ def test_status_lists_the_slots_and_the_trial_holding_one(shipyard, master, tmp_
         assert [s["id"] for s in status["slots"]] == ["cpu0", "cpu1"]
         held = [s for s in status["slots"] if s["trial_id"] == trial_id]
         assert len(held) == 1 and held[0]["experiment_id"] == exp_id
+        assert held[0]["pool"] == "default"
 
         shown = ok(shipyard("status")).stdout
         assert re.search(rf"^URL\s+{re.escape(master.url)}\s*$", shown, re.M), shown
         slots = {row[0]: row for row in table_rows(shown)}
         assert set(slots) == {"cpu0", "cpu1"}
-        assert slots[held[0]["id"]] == [held[0]["id"], "cpu", "cpu", str(trial_id), str(exp_id)]
+        slot_row = [held[0]["id"], "cpu", "cpu", "default", str(trial_id), str(exp_id)]
+        assert slots[held[0]["id"]] == slot_row
         assert re.search(r"^Trials: .*RUNNING [1-9]", shown, re.M), shown
     finally:
         gate.touch()
