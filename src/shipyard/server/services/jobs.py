@@ -39,10 +39,6 @@ def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.
     )
 
 
-def holding(session: Session) -> list[orm.Trial]:
-    return list(session.scalars(select(orm.Trial).where(orm.Trial.state.in_(HOLDING))))
-
-
 def holding_with_experiments(session: Session) -> list[tuple[orm.Trial, orm.Experiment]]:
     rows = session.execute(
         select(orm.Trial, orm.Experiment)
@@ -62,7 +58,9 @@ def running(trial: orm.Trial, exp: orm.Experiment) -> scheduler.Running:
     )
 
 
-def running_in(pool: Pool, holding: list[tuple[orm.Trial, orm.Experiment]]):
+def running_in(
+    pool: Pool, holding: list[tuple[orm.Trial, orm.Experiment]]
+) -> list[scheduler.Running]:
     """The trials holding slots of this pool."""
     return [running(t, e) for t, e in holding if set(t.slots or []) & pool.slot_ids]
 

@@ -328,6 +328,8 @@ class Supervisor:
             timed = [t.id for t, e in rows if e.config.get("trial_time_limit") is not None]
             ran = limits.running_seconds(timed, now, session=s)
         for trial, exp in rows:
+            if trial.id in self.terminating:
+                continue  # already being killed
             state = ExperimentState(exp.state)
             if state == ExperimentState.CANCELED:
                 to_kill.append(trial.id)
