@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shipyard.common.config import load_config, validate_context
-from shipyard.common.errors import ConfigError
+from shipyard.common.errors import ConfigError, NotSupportedYet
 from tests.common.conftest import config_error, detail_at
 
 SEARCHER = "searcher: {name: single, metric: loss}\n"
@@ -105,3 +105,47 @@ def test_bad_environment_variables():
     assert detail_at(error, "environment.environment_variables.A")["message"] == (
         "expected a string or number, got a list"
     )
+
+
+@pytest.mark.parametrize(
+    "entrypoint",
+    [
+        "python3 -m shipyard.launch.torch_distributed python3 train.py",
+        "python3 -u -m shipyard.launch.torch_distributed -- python3 train.py --lr 1",
+        "python -m shipyard.launch.torch_distributed --nproc 2 python3 train.py",
+        "[python3, -m, shipyard.launch.torch_distributed, python3, train.py]",
+    ],
+)
+def test_the_torch_launcher_is_accepted_and_its_script_checked(entrypoint):
+    cfg = _cfg(entrypoint)
+    assert cfg.entrypoint_script() == "train.py"
+    validate_context(cfg, {"train.py"})
+    with pytest.raises(ConfigError, match="train.py"):
+        validate_context(cfg, {"model.py"})
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "message", "not_yet"),
+    [
+        (
+            "python3 -m shipyard.launch.does_not_exist python3 train.py",
+            "there is no launcher",
+            False,
+        ),
+        ("python3 -mshipyard.launch.torchrun python3 train.py", "there is no launcher", False),
+        ("python3 -m shipyard.launch.tensorflow python3 train.py", "is not supported yet", True),
+        ("[python3, -m, shipyard.launch.mpi, python3, train.py]", "is not supported yet", True),
+        ("python3 -m shipyard.launch.torch_distributed", "needs the command to run", False),
+        ("python3 -m shipyard.launch.torch_distributed --nproc 2 --", "needs the command", False),
+    ],
+)
+def test_unknown_launchers_are_refused_naming_the_known_ones(entrypoint, message, not_yet):
+    error = config_error(_cfg, entrypoint)
+    assert isinstance(error, NotSupportedYet) == not_yet
+    detail = detail_at(error, "entrypoint")["message"]
+    assert message in detail and "shipyard.launch.torch_distributed" in detail
+
+
+def test_other_modules_under_python_m_are_left_alone():
+    assert _cfg("python3 -m shipyard_launch_fork.x python3 t.py").entrypoint_script() is None
+    assert _cfg("python3 -m mypkg.launch.nope").entrypoint_script() is None

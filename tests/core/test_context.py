@@ -7,7 +7,7 @@ import json
 import pytest
 
 import shipyard.core
-from shipyard.common.errors import InvalidRequest, NotSupportedYet
+from shipyard.common.errors import InvalidRequest
 
 
 def test_local_defaults():
@@ -88,19 +88,6 @@ def test_a_bad_master_url_is_refused(monkeypatch):
     monkeypatch.setenv("SHIPYARD_TRIAL_ID", "1")
     with pytest.raises(InvalidRequest, match="master url"):
         shipyard.core.init(master="127.0.0.1:8080")
-
-
-def test_collectives_over_several_processes_are_not_supported_yet(monkeypatch):
-    monkeypatch.setenv("SHIPYARD_RANK", "1")
-    monkeypatch.setenv("SHIPYARD_SIZE", "2")
-    monkeypatch.setenv("SHIPYARD_LOCAL_RANK", "1")
-    with shipyard.core.init() as ctx:
-        assert (ctx.distributed.rank, ctx.distributed.size, ctx.distributed.local_rank) == (1, 2, 1)
-        assert not ctx.distributed.is_chief
-        with pytest.raises(NotSupportedYet, match="distributed training"):
-            ctx.distributed.allgather(1)
-        with pytest.raises(NotSupportedYet, match="distributed training"):
-            ctx.distributed.broadcast(1)
 
 
 def test_local_searcher_gives_one_operation_to_the_full_length(monkeypatch):

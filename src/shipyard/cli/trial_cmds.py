@@ -68,11 +68,17 @@ def logs(
     json_output: Annotated[
         bool, typer.Option("--json", help="One JSON object (a LogLine) per line.")
     ] = False,
+    rank: Annotated[
+        int | None,
+        typer.Option(
+            "--rank", min=0, help="Only this rank's lines (a trial run by a launcher).", metavar="R"
+        ),
+    ] = None,
 ) -> None:
-    """The trial's log lines (every run and rank)."""
+    """The trial's log lines (every run and rank; a multi-rank run's prefixed by rank)."""
     session = open_session(ctx)
 
     def read(after: int, wait_s: float):
-        return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s)
+        return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s, rank=rank)
 
     print_log_lines(read, follow=follow, json_output=json_output, show_trial=False)

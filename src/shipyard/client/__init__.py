@@ -86,11 +86,13 @@ class Shipyard:
     def trial(self, trial_id: int) -> TrialDetail:
         return trials.get_trial(self.session, trial_id)
 
-    def trial_logs(self, trial_id: int) -> list[LogLine]:
-        """Every log line the trial has written so far."""
+    def trial_logs(self, trial_id: int, *, rank: int | None = None) -> list[LogLine]:
+        """Every log line the trial has written so far (`rank`: only that rank's)."""
 
         def read(after: int, wait_s: float):
-            return trials.get_trial_logs(self.session, trial_id, after=after, wait_s=wait_s)
+            return trials.get_trial_logs(
+                self.session, trial_id, after=after, wait_s=wait_s, rank=rank
+            )
 
         return list(iter_log_lines(read))
 

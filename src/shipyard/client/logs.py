@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from shipyard.common.api import LogLine, LogPage
+from shipyard.common.api import LogLine, LogPage, log_prefix
 
 # A page reader: (after, wait_s) -> LogPage.
 PageReader = Callable[[int, float], LogPage]
@@ -27,6 +27,4 @@ def iter_log_lines(
 
 def format_log_line(line: LogLine, *, show_trial: bool) -> str:
     prefix = f"[trial {line.trial_id}] " if show_trial else ""
-    if line.rank:
-        prefix += f"[rank {line.rank}] "
-    return prefix + line.text
+    return prefix + log_prefix(line.rank, line.stream) + line.text

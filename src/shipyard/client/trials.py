@@ -11,9 +11,16 @@ def get_trial(session: Session, trial_id: int) -> TrialDetail:
 
 
 def get_trial_logs(
-    session: Session, trial_id: int, *, after: int = 0, limit: int = 1000, wait_s: float = 0
+    session: Session,
+    trial_id: int,
+    *,
+    after: int = 0,
+    limit: int = 1000,
+    wait_s: float = 0,
+    rank: int | None = None,
 ) -> LogPage:
-    params = {"after": after, "limit": limit, "wait_s": wait_s}
+    """One page of the trial's log lines; `rank`: only that rank's."""
+    params = {"after": after, "limit": limit, "wait_s": wait_s, "rank": rank}
     data = session.get(
         f"/trials/{trial_id}/logs", params=params, timeout_s=wait_s + session.timeout_s
     )

@@ -174,13 +174,30 @@ class CheckpointInfo(BaseModel):
     validation: float | None = None  # searcher metric at this step, when reported
 
 
+# LogLine.stream: a process's own output; one rank's output under a gang launcher
+# (python3 -m shipyard.launch.<name>), which the launcher wrote as "[rank=R] text"; the
+# launcher's own messages ("[launcher] text", stored with rank 0).
+LOG_STREAM_OUTPUT = "output"
+LOG_STREAM_RANK = "rank"
+LOG_STREAM_LAUNCHER = "launcher"
+
+
+def log_prefix(rank: int, stream: str) -> str:
+    """How a log line is shown to a person: a gang's lines carry their rank."""
+    if stream == LOG_STREAM_LAUNCHER:
+        return "[launcher] "
+    if stream == LOG_STREAM_RANK or rank:
+        return f"[rank {rank}] "
+    return ""
+
+
 class LogLine(BaseModel):
     id: int  # cursor: pass as after= to read what follows
     trial_id: int
     run_id: int
     rank: int
     line_no: int
-    stream: str  # "stdout" or "stderr"
+    stream: str  # LOG_STREAM_OUTPUT, LOG_STREAM_RANK or LOG_STREAM_LAUNCHER
     text: str
     time: datetime
 

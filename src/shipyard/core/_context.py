@@ -14,7 +14,7 @@ from shipyard.common.errors import InvalidRequest
 from shipyard.core._env import env_int, env_json, env_str
 from shipyard.core._run_error import failure_message, send_run_error
 from shipyard.core.checkpoint import CheckpointContext, LocalCheckpoint, MasterCheckpoint
-from shipyard.core.distributed import DistributedContext, SingleProcessDistributed
+from shipyard.core.distributed import DistributedContext, make_distributed
 from shipyard.core.info import Info, info_from_env
 from shipyard.core.preempt import LocalPreempt, MasterPreempt, PreemptContext
 from shipyard.core.searcher import LocalSearcher, MasterSearcher, SearcherContext
@@ -66,7 +66,10 @@ class Context:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is not None and self._on_error is not None:
+        # A collective that failed because another rank exited says less than that rank's
+        # own error, which it sends itself: don't overwrite it.
+        caused_elsewhere = getattr(exc, "peer_left", False) is True
+        if exc is not None and self._on_error is not None and not caused_elsewhere:
             # Before the metrics flush, which can wait long on an unreachable master.
             message = failure_message(exc)
             if message is not None:
@@ -96,18 +99,36 @@ class Context:
 def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Context:
     master = master or env_str("SHIPYARD_MASTER")
     info = info_from_env(master=master, hparams=hparams)
-    distributed = SingleProcessDistributed()
-    if master is None:
-        storage_dir = Path(os.getcwd(), LOCAL_CHECKPOINT_DIR)
-        return Context(
-            info=info,
-            train=LocalTrain(),
-            checkpoint=LocalCheckpoint(lambda: _local_storage(storage_dir), info),
-            preempt=LocalPreempt(),
-            searcher=LocalSearcher(),
-            distributed=distributed,
-        )
+    distributed = make_distributed()
+    try:
+        if distributed.size > 1 and not distributed.is_chief:
+            context = _worker_context(info, distributed)
+        elif master is None:
+            context = _local_context(info, distributed)
+        else:
+            context = _master_context(master, info, distributed)
+    except BaseException:
+        distributed.close()
+        raise
+    if distributed.size > 1:
+        _chief_decides(context, distributed)
+    return context
 
+
+def _local_context(info: Info, distributed: DistributedContext) -> Context:
+    storage_dir = Path(os.getcwd(), LOCAL_CHECKPOINT_DIR)
+    return Context(
+        info=info,
+        train=LocalTrain(),
+        checkpoint=LocalCheckpoint(lambda: _local_storage(storage_dir), info),
+        preempt=LocalPreempt(),
+        searcher=LocalSearcher(),
+        distributed=distributed,
+        on_close=[distributed.close],
+    )
+
+
+def _master_context(master: str, info: Info, distributed: DistributedContext) -> Context:
     # Only a trial talking to a master pays for http.client.
     from shipyard.core._http import JsonHttp
     from shipyard.core._signals import SignalPoller
@@ -127,9 +148,57 @@ def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Conte
         preempt=MasterPreempt(signals),
         searcher=MasterSearcher(signals, http, info.trial_id, info.run_id, train),
         distributed=distributed,
-        on_close=[signals.close, http.close] + ([heartbeat.close] if heartbeat else []),
+        on_close=[signals.close, http.close, distributed.close]
+        + ([heartbeat.close] if heartbeat else []),
         on_error=functools.partial(send_run_error, http, info.trial_id, info.run_id),
     )
+
+
+def _worker_context(info: Info, distributed: DistributedContext) -> Context:
+    """A rank other than the chief: it never reports, registers or polls; it reads
+    checkpoints from the same storage, and tells the master why it failed (its error is
+    usually the reason the whole trial fails)."""
+    from shipyard.core._chief import WorkerTrain
+
+    if info.master is None:
+        storage_dir = Path(os.getcwd(), LOCAL_CHECKPOINT_DIR)
+        storage: Callable[[], CheckpointStorage] = lambda: _local_storage(storage_dir)  # noqa: E731
+        on_error = None
+    else:
+        storage = _storage_from_env
+        on_error = functools.partial(_worker_run_error, info, distributed.rank)
+    return Context(
+        info=info,
+        train=WorkerTrain(),
+        checkpoint=LocalCheckpoint(storage, info),
+        preempt=LocalPreempt(),
+        searcher=LocalSearcher(),
+        distributed=distributed,
+        on_close=[distributed.close],
+        on_error=on_error,
+    )
+
+
+def _chief_decides(context: Context, distributed: DistributedContext) -> None:
+    """Several ranks: signals, searcher answers and checkpoints become collectives."""
+    from shipyard.core._chief import CollectivePreempt, CollectiveSearcher
+    from shipyard.core._dist_checkpoint import DistributedCheckpoint
+
+    assert isinstance(context.checkpoint, LocalCheckpoint)
+    context.checkpoint = DistributedCheckpoint(context.checkpoint, distributed, context.info)
+    context.preempt = CollectivePreempt(context.preempt, distributed)
+    context.searcher = CollectiveSearcher(context.searcher, distributed)
+
+
+def _worker_run_error(info: Info, rank: int, message: str) -> None:
+    from shipyard.core._http import JsonHttp
+
+    assert info.master is not None and info.trial_id is not None
+    http = JsonHttp(info.master)
+    try:
+        send_run_error(http, info.trial_id, info.run_id, f"rank {rank}: {message}")
+    finally:
+        http.close()
 
 
 def _storage_from_env() -> CheckpointStorage:

@@ -22,10 +22,16 @@ if TYPE_CHECKING:
 
 class CheckpointContext(Protocol):
     def store_path(
-        self, metadata: dict[str, Any] | None = None, *, steps_completed: int | None = None
+        self,
+        metadata: dict[str, Any] | None = None,
+        *,
+        steps_completed: int | None = None,
+        shard: bool = False,
     ) -> contextlib.AbstractContextManager[tuple[Path, str]]:
         """Yield ``(directory, uuid)`` to write a new checkpoint into; on a clean exit it is
-        finalized and registered, and becomes ``ctx.info.latest_checkpoint``."""
+        finalized and registered, and becomes ``ctx.info.latest_checkpoint``. With several
+        ranks every rank calls it; ``shard`` says whether every rank writes files (True) or
+        only the chief (False: the other ranks get a path that refuses to be used)."""
         ...
 
     def restore_path(self, uuid: str) -> contextlib.AbstractContextManager[Path]:
@@ -67,7 +73,11 @@ class LocalCheckpoint:
 
     @contextlib.contextmanager
     def store_path(
-        self, metadata: dict[str, Any] | None = None, *, steps_completed: int | None = None
+        self,
+        metadata: dict[str, Any] | None = None,
+        *,
+        steps_completed: int | None = None,
+        shard: bool = False,  # one process: the chief writes everything either way
     ) -> Iterator[tuple[Path, str]]:
         metadata, steps = _check_metadata(metadata, steps_completed)
         uuid = _new_uuid()

@@ -14,6 +14,10 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _SHELLS = ("sh", "bash", "zsh")
 # Python options that take a value ("-W ignore", "-X dev").
 _PY_OPTS_WITH_VALUE = ("-W", "-X", "-Q")
+# Launchers run as `python3 -m shipyard.launch.<name> [--nproc N] [--] CMD ARGS...`.
+LAUNCHER_PACKAGE = "shipyard.launch."
+LAUNCHERS = ("torch_distributed",)
+PLANNED_LAUNCHERS = ("tensorflow", "mpi")
 
 
 def check_entrypoint(value: str | list[str]) -> str | list[str]:
@@ -27,13 +31,75 @@ def check_entrypoint(value: str | list[str]) -> str | list[str]:
                 "'python3 train.py'"
             )
         try:
-            shlex.split(value)
+            args = shlex.split(value)
         except ValueError as exc:
             raise invalid(f"cannot split the entrypoint into arguments: {exc}") from None
+        _check_launcher(args)
         return value
     if not value:
         raise invalid("the entrypoint is empty; give a command like 'python3 train.py'")
+    _check_launcher(value)
     return value
+
+
+def _check_launcher(command: list[str]) -> None:
+    """`python3 -m shipyard.launch.<name>` must name a launcher that exists and give it a
+    command: otherwise every trial would fail at launch with Python's own error."""
+    found = launcher_of(command)
+    if found is None:
+        return
+    name, rest = found
+    known = ", ".join(LAUNCHER_PACKAGE + n for n in LAUNCHERS)
+    if name in PLANNED_LAUNCHERS:
+        raise not_supported(
+            f"the launcher {LAUNCHER_PACKAGE}{name} is not supported yet; the launchers are: "
+            f"{known}"
+        )
+    if name not in LAUNCHERS:
+        raise invalid(f"there is no launcher {LAUNCHER_PACKAGE}{name}; the launchers are: {known}")
+    if _launcher_command(rest) is None:
+        raise invalid(
+            f"the launcher {LAUNCHER_PACKAGE}{name} needs the command to run on each slot, "
+            f"like 'python3 -m {LAUNCHER_PACKAGE}{name} python3 train.py'"
+        )
+
+
+def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
+    """For `python3 [opts] -m shipyard.launch.<name> ARGS...`: (name, ARGS); else None."""
+    if not command or not _PYTHON.match(posixpath.basename(command[0])):
+        return None
+    args = command[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-m" or (arg.startswith("-m") and len(arg) > 2):
+            module = args[i + 1] if arg == "-m" and i + 1 < len(args) else arg[2:]
+            if not module.startswith(LAUNCHER_PACKAGE):
+                return None
+            return module[len(LAUNCHER_PACKAGE) :], args[i + (2 if arg == "-m" else 1) :]
+        if arg in _PY_OPTS_WITH_VALUE:
+            i += 2
+        elif arg.startswith("-") and arg != "-":
+            i += 1
+        else:
+            return None
+    return None
+
+
+def _launcher_command(args: list[str]) -> list[str] | None:
+    """The command a launcher runs: what follows its options (`--nproc N`, `--`)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "--":
+            i += 1
+            break
+        if args[i] == "--nproc":
+            i += 2
+        elif args[i].startswith("--nproc="):
+            i += 1
+        else:
+            break
+    return args[i:] or None
 
 
 def argv(value: str | list[str]) -> list[str]:
@@ -64,9 +130,13 @@ def _python_script(args: list[str]) -> str | None:
 
 def script_of(command: list[str]) -> str | None:
     """`python3 train.py` -> "train.py", `python -m pkg` -> None, `./run.sh` -> "run.sh",
-    `bash run.sh` -> "run.sh"; a bare program name found on PATH -> None."""
+    `bash run.sh` -> "run.sh"; a bare program name found on PATH -> None;
+    `python3 -m shipyard.launch.torch_distributed python3 train.py` -> "train.py"."""
     if not command:
         return None
+    launcher = launcher_of(command)
+    if launcher is not None:  # the script is the one the launcher runs on every slot
+        return script_of(_launcher_command(launcher[1]) or [])
     program = posixpath.basename(command[0])
     if _PYTHON.match(program):
         return _python_script(command[1:])

@@ -114,15 +114,19 @@ def report_trial_run_error(
     trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
 ) -> dict:
     """The current run says why it is failing (the exception leaving its ``with
-    shipyard.core.init()`` block); the supervisor appends it to the run's exit reason."""
+    shipyard.core.init()`` block); the supervisor appends it to the run's exit reason.
+    ``"append": true`` (a gang launcher saying which rank failed) keeps what the run already
+    said after the new message instead of replacing it."""
     message = body.get("message")
     if not isinstance(message, str) or not message.strip():
         raise InvalidRequest(f"message must be a non-empty string, got {message!r:.80}")
-    if len(message) > RUN_ERROR_MAX_CHARS:  # the trial cuts it too; a row is no log
-        message = message[: RUN_ERROR_MAX_CHARS - 1] + "…"
     with m.db.write() as s:
         trial = get_trial_row(trial_id, s)
         _running(trial, body.get("run_id"))
+        if body.get("append") is True and trial.run_error:
+            message = f"{message}: {trial.run_error}"
+        if len(message) > RUN_ERROR_MAX_CHARS:  # the trial cuts it too; a row is no log
+            message = message[: RUN_ERROR_MAX_CHARS - 1] + "…"
         trial.run_error = message
     return {}
 

@@ -39,15 +39,23 @@ async def get_trial_logs(
     after: int = Query(0, ge=0),
     limit: int = Query(1000, ge=1, le=10_000),
     wait_s: float = Query(0, ge=0, le=60),
+    rank: int | None = Query(None, ge=0),
     m: MasterState = Depends(master),
 ) -> api.LogPage:
-    """The trial's output, all runs; wait_s long-polls for lines after `after`."""
+    """The trial's output, all runs; wait_s long-polls for lines after `after`. With `rank`,
+    only that rank's lines (a multi-slot trial run by a launcher; the launcher's own lines
+    are left out)."""
 
     def read() -> api.LogPage:
         with m.db.read() as s:
             get_trial_row(trial_id, s)
             return logs.page(
-                trial_id=trial_id, experiment_id=None, after=after, limit=limit, session=s
+                trial_id=trial_id,
+                experiment_id=None,
+                after=after,
+                limit=limit,
+                rank=rank,
+                session=s,
             )
 
     return await poll_logs(read, wait_s)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -14,29 +16,56 @@ def append(trial: orm.Trial, chunk: bytes, new_offset: int, *, session: Session)
     """Store the whole lines of chunk for the trial's current run and move its offset,
     in one transaction: a master that dies halfway re-reads the same bytes later."""
     text = chunk.decode("utf-8", errors="replace")
-    lines = text.splitlines()
-    rows = [
-        orm.LogLine(
-            experiment_id=trial.experiment_id,
-            trial_id=trial.id,
-            run_id=trial.run_id,
-            rank=0,
-            line_no=trial.log_lines + i,
-            stream="output",
-            text=line,
+    rows = []
+    for i, line in enumerate(text.splitlines()):
+        rank, stream, line_text = parse_line(line)
+        rows.append(
+            orm.LogLine(
+                experiment_id=trial.experiment_id,
+                trial_id=trial.id,
+                run_id=trial.run_id,
+                rank=rank,
+                line_no=trial.log_lines + i,
+                stream=stream,
+                text=line_text,
+            )
         )
-        for i, line in enumerate(lines)
-    ]
     session.add_all(rows)
     trial.log_lines += len(rows)
     trial.log_offset = new_offset
     return len(rows)
 
 
+# A gang launcher (shipyard.launch) writes "[rank=R] line" for its ranks' output and
+# "[launcher] line" for its own (see launch/_gang.py).
+_RANK_PREFIX = re.compile(r"^\[rank=(\d{1,6})\] ")
+_LAUNCHER_PREFIX = "[launcher] "
+
+
+def parse_line(line: str) -> tuple[int, str, str]:
+    """(rank, stream, text) of an output line: a rank's line is stored under its rank with
+    stream "rank", the launcher's with stream "launcher" (rank 0), each without its prefix;
+    any other line is rank 0's "output"."""
+    match = _RANK_PREFIX.match(line)
+    if match:
+        return int(match.group(1)), api.LOG_STREAM_RANK, line[match.end() :]
+    if line.startswith(_LAUNCHER_PREFIX):
+        return 0, api.LOG_STREAM_LAUNCHER, line[len(_LAUNCHER_PREFIX) :]
+    return 0, api.LOG_STREAM_OUTPUT, line
+
+
 def page(
-    *, trial_id: int | None, experiment_id: int | None, after: int, limit: int, session: Session
+    *,
+    trial_id: int | None,
+    experiment_id: int | None,
+    after: int,
+    limit: int,
+    session: Session,
+    rank: int | None = None,
 ) -> api.LogPage:
     query = select(orm.LogLine).where(orm.LogLine.id > after).order_by(orm.LogLine.id).limit(limit)
+    if rank is not None:  # one rank's own lines: not the launcher's
+        query = query.where(orm.LogLine.rank == rank, orm.LogLine.stream != api.LOG_STREAM_LAUNCHER)
     if trial_id is not None:
         query = query.where(orm.LogLine.trial_id == trial_id)
         ended = TrialState(session.get(orm.Trial, trial_id).state).terminal
@@ -62,10 +91,11 @@ def page(
 
 
 def tail(trial_id: int, count: int, *, session: Session) -> list[str]:
-    rows = session.scalars(
-        select(orm.LogLine.text)
+    """The trial's last lines as text, a gang's with their rank (or launcher) prefix."""
+    rows = session.execute(
+        select(orm.LogLine.rank, orm.LogLine.stream, orm.LogLine.text)
         .where(orm.LogLine.trial_id == trial_id)
         .order_by(orm.LogLine.id.desc())
         .limit(count)
     )
-    return list(reversed(list(rows)))
+    return [api.log_prefix(rank, stream) + text for rank, stream, text in reversed(list(rows))]

@@ -1,0 +1,105 @@
+"""Chief decides, workers follow: ctx.train, ctx.preempt and ctx.searcher for a trial with
+several ranks.
+
+Only the chief (rank 0) talks to the master. The other ranks' reports are checked and
+dropped. should_preempt(), should_stop(), target and operations() become collectives: the
+chief reads its own answer and broadcasts it, so every rank gets the same answer at the same
+call and all ranks stop at the same step. Every rank must call them, in the same order.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from shipyard.common.errors import InvalidRequest
+from shipyard.core.distributed import DistributedContext
+from shipyard.core.preempt import PreemptContext
+from shipyard.core.searcher import DEFAULT_WAIT_S, SearcherContext, SearcherOperation
+from shipyard.core.train import TRAINING, VALIDATION, make_report
+
+
+class WorkerTrain:
+    """ctx.train on a rank other than the chief: reports are checked (a bad one raises on
+    every rank alike) and dropped; the chief's reports are the trial's metrics. Average or
+    gather values across ranks yourself (ctx.distributed.allgather) when they differ."""
+
+    def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        make_report(TRAINING, steps_completed, metrics)
+
+    def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        make_report(VALIDATION, steps_completed, metrics)
+
+    def report_progress(self, fraction: float) -> None:
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+            raise TypeError(f"progress must be a number, got {type(fraction).__name__}")
+        if not 0.0 <= float(fraction) <= 1.0:
+            raise ValueError(f"progress must be between 0 and 1, got {float(fraction)}")
+
+    def flush(self, timeout_s: float = 0.0) -> None:
+        return None
+
+    def close(self, timeout_s: float = 0.0) -> None:
+        return None
+
+
+class CollectivePreempt:
+    def __init__(self, inner: PreemptContext, dist: DistributedContext) -> None:
+        self._inner = inner
+        self._dist = dist
+
+    def should_preempt(self) -> bool:
+        """A collective: every rank gets the chief's answer."""
+        mine = self._inner.should_preempt() if self._dist.is_chief else None
+        return bool(self._dist.broadcast(mine))
+
+
+class CollectiveSearcher:
+    """max_length, metric and time_metric come from the environment, the same on every
+    rank; target, should_stop() and operations() are the chief's, broadcast."""
+
+    def __init__(self, inner: SearcherContext, dist: DistributedContext) -> None:
+        self._inner = inner
+        self._dist = dist
+        self.max_length = inner.max_length
+        self.metric = inner.metric
+        self.time_metric = inner.time_metric
+
+    @property
+    def target(self) -> int | None:
+        """A collective: every rank gets the chief's current target."""
+        mine = self._inner.target if self._dist.is_chief else None
+        value: int | None = self._dist.broadcast(mine)
+        return value
+
+    def should_stop(self) -> bool:
+        """A collective: every rank gets the chief's answer."""
+        mine = self._inner.should_stop() if self._dist.is_chief else None
+        return bool(self._dist.broadcast(mine))
+
+    def operations(
+        self, *, default_length: int | None = None, wait_s: float = DEFAULT_WAIT_S
+    ) -> Iterator[SearcherOperation]:
+        """The chief's operations, one broadcast each (and one for the end), so every rank
+        trains to the same lengths and leaves the loop together."""
+        chief_ops = (
+            self._inner.operations(default_length=default_length, wait_s=wait_s)
+            if self._dist.is_chief
+            else None
+        )
+        while True:
+            length: int | None = None
+            if chief_ops is not None:
+                try:
+                    op = next(chief_ops, None)
+                except Exception as exc:
+                    self._dist.broadcast(("error", f"{type(exc).__name__}: {exc}"))
+                    raise
+                length = None if op is None else op.length
+            answer = self._dist.broadcast(("length", length))
+            if answer[0] == "error":
+                raise InvalidRequest(f"the chief's ctx.searcher.operations() failed: {answer[1]}")
+            if answer[1] is None:
+                return
+            yield SearcherOperation(answer[1])

@@ -1,0 +1,360 @@
+"""The gang: one process per slot running the same command, started, relayed and stopped as
+one unit. Shared by the launchers (torch_distributed now; tensorflow and mpi later), which
+only decide the environment of each rank.
+
+- Output: every line a rank writes (stdout and stderr) goes to the launcher's stdout as
+  ``[rank=R] line``, one relay thread per pipe, flushed per line; the launcher's own lines
+  are ``[launcher] line``. The master parses these prefixes into the rank of each log line.
+- One unit: a rank that exits non-zero (or is killed) takes the others down (SIGTERM, then
+  SIGKILL after the grace) and the launcher exits with that rank's code (128+signal for a
+  signal death). SIGTERM/SIGINT to the launcher is forwarded to every rank; the launcher
+  then exits 143.
+- The ranks stay in the launcher's process group, so the master's killpg reaches them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import importlib
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+from urllib.parse import urlsplit
+
+DEFAULT_GRACE_S = 10.0
+EXIT_USAGE = 2
+EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
+EXIT_CANNOT_START = 127
+_POLL_S = 0.05
+_MAX_LINE = 1 << 16  # a longer line (or a progress bar without newlines) is relayed in pieces
+_JOIN_S = 5.0  # how long the output of ranks that exited may take to drain
+
+
+class UsageError(Exception):
+    """Bad input to a launcher: one line on stderr, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    id: str  # "cpu0", "gpu3"
+
+    @property
+    def gpu_index(self) -> int | None:
+        rest = self.id[3:]
+        return int(rest) if self.id.startswith("gpu") and rest.isdigit() else None
+
+
+@dataclass
+class Options:
+    nproc: int | None
+    command: list[str]
+
+
+def parse_args(args: list[str], prog: str) -> Options:
+    """``[--nproc N] [--] CMD ARGS...``: options end at ``--`` or at the first argument that is
+    not one of ours (so ``python3 -u train.py`` needs no ``--``)."""
+    nproc: int | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        if arg in ("-h", "--help"):
+            raise UsageError(usage(prog))
+        if arg == "--nproc" or arg.startswith("--nproc="):
+            if arg == "--nproc":
+                if i + 1 >= len(args):
+                    raise UsageError("--nproc needs a number of ranks, like --nproc 2")
+                value, i = args[i + 1], i + 2
+            else:
+                value, i = arg.split("=", 1)[1], i + 1
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"--nproc takes a number of ranks of 1 or more, got {value!r}")
+            nproc = int(value)
+            continue
+        if arg.startswith("-"):
+            raise UsageError(f"unknown option {arg!r}; {usage(prog)}")
+        break
+    command = args[i:]
+    if not command:
+        raise UsageError(f"no command given; {usage(prog)}")
+    return Options(nproc=nproc, command=command)
+
+
+def usage(prog: str) -> str:
+    return (
+        f"usage: python3 -m {prog} [--nproc N] [--] CMD ARGS... "
+        "(inside Shipyard one rank runs per slot of the trial; --nproc N runs N CPU ranks "
+        "locally, without a master)"
+    )
+
+
+def slots_for(options: Options, prog: str, env: dict[str, str]) -> list[Slot]:
+    """The trial's slots (SHIPYARD_SLOT_IDS), or --nproc CPU slots when run by hand."""
+    ids = [s.strip() for s in env.get("SHIPYARD_SLOT_IDS", "").split(",") if s.strip()]
+    if not ids:
+        if options.nproc is None:
+            raise UsageError(
+                "SHIPYARD_SLOT_IDS is not set: this launcher runs inside a Shipyard trial "
+                "(entrypoint: python3 -m "
+                f"{prog} python3 train.py, with resources.slots_per_trial); to run locally "
+                f"without a master, give the number of CPU ranks: python3 -m {prog} --nproc 2 "
+                "python3 train.py"
+            )
+        return [Slot(f"cpu{i}") for i in range(options.nproc)]
+    if options.nproc is not None and options.nproc != len(ids):
+        raise UsageError(
+            f"--nproc {options.nproc} does not match the {len(ids)} slot(s) of this trial "
+            f"(SHIPYARD_SLOT_IDS={','.join(ids)}): drop --nproc inside Shipyard and set "
+            "resources.slots_per_trial instead"
+        )
+    return [Slot(i) for i in ids]
+
+
+def grace_s(env: dict[str, str]) -> float:
+    raw = env.get("SHIPYARD_GANG_GRACE_S", "").strip()
+    if not raw:
+        return DEFAULT_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise UsageError(f"SHIPYARD_GANG_GRACE_S must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_coordinator(size: int) -> tuple[str | None, Callable[[], None]]:
+    """The collectives server of ``shipyard.launch._coordinator`` for ``ctx.distributed``:
+    ("host:port", stop), or (None, no-op) where that module is not installed."""
+    try:
+        coordinator = importlib.import_module("shipyard.launch._coordinator")
+    except ModuleNotFoundError as exc:
+        if exc.name != "shipyard.launch._coordinator":
+            raise
+        return None, lambda: None
+    address, stop = coordinator.serve(size)
+    return address, stop
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+    return f"exited with code {code}"
+
+
+def exit_status(code: int) -> int:
+    """A process's exit as a shell reports it: a signal death is 128+signal."""
+    return 128 - code if code < 0 else code
+
+
+class Output:
+    """The launcher's stdout, shared by the relay threads: whole lines, flushed one by one."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def line(self, prefix: bytes, data: bytes) -> None:
+        if not data.endswith(b"\n"):
+            data += b"\n"  # a partial last line, or a piece of a very long one
+        with self._lock:
+            try:
+                self._stream.write(prefix + data)
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # nowhere to write to: the ranks must still run and be stopped
+
+    def say(self, message: str) -> None:
+        self.line(b"[launcher] ", message.encode("utf-8", errors="replace"))
+
+
+class Gang:
+    """The ranks of one command. ``run()`` starts them all and returns the exit status."""
+
+    def __init__(
+        self, command: list[str], envs: list[dict[str, str]], grace_s: float, out: Output
+    ) -> None:
+        self.command = command
+        self.envs = envs
+        self.grace_s = grace_s
+        self.out = out
+        self.procs: list[subprocess.Popen] = []
+        self._relays: list[threading.Thread] = []
+        self._signal: int | None = None
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
+        try:
+            started = self._start()
+            if started is not None:
+                return started
+            return self._supervise()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            # A rank's leftover child may hold its pipe open: wait for the output a while only.
+            deadline = time.monotonic() + _JOIN_S
+            for relay in self._relays:
+                relay.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if self._signal is None:
+            self._signal = signum
+
+    def _start(self) -> int | None:
+        for rank, env in enumerate(self.envs):
+            try:
+                proc = subprocess.Popen(
+                    self.command,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )  # no new session: the master's killpg of the launcher reaches every rank
+            except OSError as exc:
+                self.out.say(f"cannot start rank {rank}: {self.command[0]}: {exc.strerror}")
+                self._stop_all(f"rank {rank} did not start")
+                return EXIT_CANNOT_START
+            self.procs.append(proc)
+            prefix = f"[rank={rank}] ".encode()
+            for pipe in (proc.stdout, proc.stderr):
+                relay = threading.Thread(
+                    target=_relay, args=(pipe, prefix, self.out), daemon=True, name=f"rank{rank}"
+                )
+                relay.start()
+                self._relays.append(relay)
+        return None
+
+    def _supervise(self) -> int:
+        while True:
+            if self._signal is not None:
+                name = signal.Signals(self._signal).name
+                self._stop_all(f"the launcher got {name}")
+                return EXIT_TERMINATED
+            codes = [p.poll() for p in self.procs]
+            for rank, code in enumerate(codes):
+                if code is not None and code != 0:
+                    how = describe_exit(code)
+                    self.out.say(f"rank {rank} {how}; stopping the gang")
+                    self._stop_all(f"rank {rank} failed")
+                    tell_master(f"rank {rank} of {len(self.procs)} {how}")
+                    return exit_status(code)
+            if all(code == 0 for code in codes):
+                return 0
+            time.sleep(_POLL_S)
+
+    def _stop_all(self, why: str) -> None:
+        """SIGTERM to every rank still running, SIGKILL to those left after the grace."""
+        running = [(r, p) for r, p in enumerate(self.procs) if p.poll() is None]
+        if not running:
+            return
+        ranks = ", ".join(str(r) for r, _ in running)
+        self.out.say(
+            f"{why}: sending SIGTERM to rank(s) {ranks} (SIGKILL after {self.grace_s:g} s)"
+        )
+        for _, proc in running:
+            _send(proc, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        while time.monotonic() < deadline and any(p.poll() is None for _, p in running):
+            time.sleep(_POLL_S)
+        for rank, proc in running:
+            if proc.poll() is None:
+                self.out.say(f"rank {rank} still running after {self.grace_s:g} s: SIGKILL")
+                _send(proc, signal.SIGKILL)
+                proc.wait()
+
+
+_FORWARDED = (signal.SIGTERM, signal.SIGINT)
+
+
+def _send(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+
+
+def _relay(pipe: BinaryIO, prefix: bytes, out: Output) -> None:
+    with pipe:
+        while True:
+            data = pipe.readline(_MAX_LINE)
+            if not data:
+                return
+            out.line(prefix, data)
+
+
+def tell_master(message: str) -> None:
+    """Add why the gang failed to the run's exit reason (POST run-error, appended to what a
+    rank itself reported). Only inside a Shipyard trial; a failure is noted and ignored."""
+    master = os.environ.get("SHIPYARD_MASTER")
+    trial_id = os.environ.get("SHIPYARD_TRIAL_ID")
+    run_id = os.environ.get("SHIPYARD_RUN_ID", "")
+    if not master or not trial_id or not run_id.isdigit():
+        return
+    parts = urlsplit(master)
+    conn_class = (
+        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    )
+    body = json.dumps({"run_id": int(run_id), "message": message, "append": True})
+    try:
+        conn = conn_class(parts.hostname or "127.0.0.1", parts.port, timeout=5)
+        conn.request(
+            "POST",
+            f"{parts.path.rstrip('/')}/api/v1/trials/{trial_id}/run-error",
+            body=body,
+            headers={"Content-Type": "application/json"},
+        )
+        conn.getresponse().read()
+        conn.close()
+    except (OSError, http.client.HTTPException) as exc:
+        print(f"[launcher] could not tell the master why the gang failed: {exc}", file=sys.stderr)
+
+
+def main(
+    prog: str, build_envs: Callable[[list[Slot], dict[str, str]], list[dict[str, str]]]
+) -> int:
+    """A launcher's main: parse, build each rank's env, run the gang. Usage errors: one line
+    on stderr and exit code 2."""
+    env = dict(os.environ)
+    try:
+        options = parse_args(sys.argv[1:], prog)
+        slots = slots_for(options, prog, env)
+        grace = grace_s(env)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
+    out = Output(sys.stdout.buffer)
+    address, stop = start_coordinator(len(slots))
+    try:
+        if address is not None:
+            env["SHIPYARD_DIST_ADDR"] = address
+        envs = build_envs(slots, env)
+        where = ",".join(s.id for s in slots)
+        out.say(f"starting {len(envs)} rank(s) on {where}: {shlex.join(options.command)}")
+        code = Gang(options.command, envs, grace, out).run()
+        if code == 0:
+            out.say(f"all {len(envs)} rank(s) exited with code 0")
+        return code
+    finally:
+        stop()
