@@ -104,3 +104,45 @@ def test_an_unknown_launcher_is_refused_at_submit(master):
     (detail,) = r.json()["error"]["details"]
     assert detail["path"] == "entrypoint"
     assert "shipyard.launch.torch_distributed" in detail["message"]
+
+
+def test_a_hung_rank_tears_the_gang_down_after_the_heartbeat_timeout(master):
+    # Rank 1 hangs at step 7; the chief blocks in the next collective (should_preempt), so
+    # its heartbeat stops: the master kills the whole gang and restarts it from step 5.
+    exp = master.create(
+        """
+name: hung-rank
+entrypoint: python3 -m shipyard.launch.torch_distributed python3 gang_steps.py
+hyperparameters: {steps: 12, hang_rank: 1, hang_at: 7}
+resources: {slots_per_trial: 2}
+searcher: {name: single, metric: loss}
+max_restarts: 1
+heartbeat_timeout: 3
+""",
+        CODE,
+    )
+    done = master.wait(exp["id"], timeout=120)
+    trial = master.trial(done["trials"][0]["id"])
+    assert done["state"] == "COMPLETED", trial
+    hung, rerun = trial["runs"]
+    assert "no heartbeat for" in hung["ended_how"] and hung["ended_how"].endswith(
+        "(heartbeat_timeout: 3 s); restart 1 of 1"
+    ), hung
+    texts = [line["text"] for line in log_page(master, trial["id"], rank=1)]
+    assert "rank 1 hangs at step 7" in texts and "rank 1 resumed from step 5" in texts
+    assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 13))
+    assert not [p for p in _processes_of(master)], "a rank of the hung run is still alive"
+
+
+def _processes_of(master: Master) -> list[int]:
+    """Processes still running in the master's trial directories."""
+    trials_dir = str(master.home / "trials")
+    alive = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if os.readlink(proc / "cwd").startswith(trials_dir):
+                    alive.append(int(proc.name))
+            except OSError:
+                continue
+    return alive
