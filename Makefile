@@ -15,7 +15,7 @@ PY_DIRS := src tests bench examples
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server test lint demo bench clean
+.PHONY: setup postgres-server openmpi test lint demo bench clean
 
 setup: $(SETUP_STAMP) postgres-server
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
@@ -26,7 +26,7 @@ setup: $(SETUP_STAMP) postgres-server
 # pip (python3-venv was missing when it was made) is made again.
 # torch is pinned in pyproject's torch extra; pip finds the CPU wheel through the machine's
 # pip configuration, so nothing here names an index.
-$(SETUP_STAMP): pyproject.toml
+$(SETUP_STAMP): pyproject.toml | openmpi
 	@if ! "$(BIN)/python" -m pip --version >/dev/null 2>&1; then \
 		echo "creating $(VENV)"; \
 		rm -rf $(VENV); \
@@ -35,7 +35,7 @@ $(SETUP_STAMP): pyproject.toml
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi]'
 	touch $@
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
@@ -45,6 +45,13 @@ postgres-server:
 	fi; \
 	echo "initdb not found: installing Debian's postgresql"; \
 	$(MAKE) --no-print-directory _apt PACKAGES=postgresql
+
+# Open MPI (mpirun; mpicc and headers in case pip builds mpi4py from source) for
+# shipyard.launch.mpi. Before the pip step: the mpi extra's mpi4py needs it.
+openmpi:
+	@if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then exit 0; fi; \
+	echo "mpirun not found: installing Debian's openmpi-bin and libopenmpi-dev"; \
+	$(MAKE) --no-print-directory _apt PACKAGES='openmpi-bin libopenmpi-dev'
 
 # apt-get as root (no sudo); a non-root user is told what to run.
 _apt:
@@ -81,6 +88,8 @@ bench: setup
 	python bench/hpo_throughput.py
 	python bench/preempt_latency.py
 	python bench/recovery.py
+	python bench/ddp_overhead.py
+	python bench/trainer_overhead.py
 
 clean:
 	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache

@@ -114,9 +114,16 @@ def test_bad_environment_variables():
         "python3 -u -m shipyard.launch.torch_distributed -- python3 train.py --lr 1",
         "python -m shipyard.launch.torch_distributed --nproc 2 python3 train.py",
         "[python3, -m, shipyard.launch.torch_distributed, python3, train.py]",
+        "python3 -m shipyard.launch.tensorflow python3 train.py",
+        "python3 -m shipyard.launch.tensorflow --ps 2 python3 train.py",
+        "python3 -m shipyard.launch.tensorflow --nproc=2 --ps=1 -- python3 -u train.py",
+        "[python3, -m, shipyard.launch.tensorflow, --ps, '1', python3, train.py]",
+        "python3 -m shipyard.launch.mpi python3 train.py",
+        "python3 -m shipyard.launch.mpi --nproc=2 -- python3 -u train.py",
+        "[python3, -m, shipyard.launch.mpi, python3, train.py]",
     ],
 )
-def test_the_torch_launcher_is_accepted_and_its_script_checked(entrypoint):
+def test_the_launchers_are_accepted_and_their_script_checked(entrypoint):
     cfg = _cfg(entrypoint)
     assert cfg.entrypoint_script() == "train.py"
     validate_context(cfg, {"train.py"})
@@ -133,8 +140,6 @@ def test_the_torch_launcher_is_accepted_and_its_script_checked(entrypoint):
             False,
         ),
         ("python3 -mshipyard.launch.torchrun python3 train.py", "there is no launcher", False),
-        ("python3 -m shipyard.launch.tensorflow python3 train.py", "is not supported yet", True),
-        ("[python3, -m, shipyard.launch.mpi, python3, train.py]", "is not supported yet", True),
         ("python3 -m shipyard.launch.torch_distributed", "needs the command to run", False),
         ("python3 -m shipyard.launch.torch_distributed --nproc 2 --", "needs the command", False),
     ],
@@ -144,6 +149,20 @@ def test_unknown_launchers_are_refused_naming_the_known_ones(entrypoint, message
     assert isinstance(error, NotSupportedYet) == not_yet
     detail = detail_at(error, "entrypoint")["message"]
     assert message in detail and "shipyard.launch.torch_distributed" in detail
+
+
+def test_the_tensorflow_launcher_needs_a_command_after_its_options():
+    error = config_error(_cfg, "python3 -m shipyard.launch.tensorflow --ps 1 --nproc 2 --")
+    assert not isinstance(error, NotSupportedYet)
+    assert (
+        "shipyard.launch.tensorflow needs the command" in detail_at(error, "entrypoint")["message"]
+    )
+
+
+def test_the_mpi_launcher_needs_a_command_after_its_options():
+    error = config_error(_cfg, "python3 -m shipyard.launch.mpi --nproc 2 --")
+    assert not isinstance(error, NotSupportedYet)
+    assert "shipyard.launch.mpi needs the command" in detail_at(error, "entrypoint")["message"]
 
 
 def test_other_modules_under_python_m_are_left_alone():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,58 @@ def test_digits_adaptive_stops_the_weaker_trials(master):
     stopped = [t for t in done["trials"] if t["state"] == "STOPPED"]
     assert {t["steps_completed"] for t in stopped} == {150}  # at the first rung
     assert done["best_validation"] > 0.8
+
+
+@pytest.mark.torch
+def test_digits_distributed_trains_on_two_ranks_and_survives_a_killed_rank(master):
+    """examples/digits_pytorch/distributed.yaml: the Trainer under the torch launcher on 2 CPU
+    slots. Then the same run with rank 1 killed -9 mid-training: the gang restarts from its
+    checkpoint and ends with exactly the undisturbed run's validation accuracy."""
+    directory = EXAMPLES / "digits_pytorch"
+    # Both runs get the same trial seed (a new experiment otherwise draws its own).
+    config = (directory / "distributed.yaml").read_text()
+    config += "reproducibility: {experiment_seed: 3}\n"
+    undisturbed = master.wait(master.create(config, directory)["id"], timeout=600)
+    assert undisturbed["state"] == "COMPLETED"
+    trial = master.trial(undisturbed["trials"][0]["id"])
+    assert sorted(trial["runs"][0]["slots"]) == ["cpu0", "cpu1"]
+    assert undisturbed["best_validation"] > 0.8
+    page = master.http.get(f"/trials/{trial['id']}/logs", params={"limit": 10_000}).json()
+    launcher = [line["text"] for line in page["lines"] if line["stream"] == "launcher"]
+    assert any(text.startswith("starting 2 rank(s) on cpu0,cpu1") for text in launcher)
+
+    exp = master.create(config, directory)
+    victim = master.wait_for(
+        lambda: _rank_pid(master, exp["id"], rank=1, past_step=120), timeout=300
+    )
+    os.kill(victim, signal.SIGKILL)
+    disturbed = master.wait(exp["id"], timeout=600)
+    assert disturbed["state"] == "COMPLETED"
+    runs = master.trial(disturbed["trials"][0]["id"])["runs"]
+    assert len(runs) == 2 and "rank 1 of 2" in runs[0]["ended_how"], runs
+    assert disturbed["best_validation"] == undisturbed["best_validation"]
+    got = master.metrics(disturbed["trials"][0]["id"], "validation", "validation_accuracy")
+    want = master.metrics(trial["id"], "validation", "validation_accuracy")
+    assert got == want, (got, want, runs)
+
+
+def _rank_pid(master: Master, exp_id: int, rank: int, past_step: int) -> int | None:
+    """The pid of that rank of the experiment's running trial, once it trained past a step."""
+    trials = master.experiment(exp_id)["trials"]
+    if not trials or trials[0]["steps_completed"] < past_step:
+        return None
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            env = dict(
+                item.split("=", 1)
+                for item in (proc / "environ").read_bytes().decode(errors="replace").split("\0")
+                if "=" in item
+            )
+        except OSError:
+            continue
+        if env.get("SHIPYARD_TRIAL_ID") == str(trials[0]["id"]) and env.get("RANK") == str(rank):
+            if env.get("SHIPYARD_MASTER") == master.url:
+                return int(proc.name)
+    return None

@@ -20,6 +20,8 @@ EXPECTED = {
     ("digits_pytorch", "const.yaml"): ("single", 1, "validation_accuracy"),
     ("digits_pytorch", "random.yaml"): ("random", 4, "validation_accuracy"),
     ("digits_pytorch", "grid.yaml"): ("grid", 8, "validation_accuracy"),
+    ("digits_pytorch", "trainer.yaml"): ("single", 1, "validation_accuracy"),
+    ("digits_pytorch", "distributed.yaml"): ("single", 1, "validation_accuracy"),
     ("digits_pytorch", "adaptive.yaml"): ("adaptive_asha", 6, "validation_accuracy"),
 }
 

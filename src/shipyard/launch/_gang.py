@@ -1,5 +1,5 @@
 """The gang: one process per slot running the same command, started, relayed and stopped as
-one unit. Shared by the launchers (torch_distributed now; tensorflow and mpi later), which
+one unit. Shared by the launchers (torch_distributed and tensorflow now; mpi later), which
 only decide the environment of each rank.
 
 - Output: every line a rank writes (stdout and stderr) goes to the launcher's stdout as
@@ -194,12 +194,21 @@ class Gang:
     """The ranks of one command. ``run()`` starts them all and returns the exit status."""
 
     def __init__(
-        self, command: list[str], envs: list[dict[str, str]], grace_s: float, out: Output
+        self,
+        command: list[str],
+        envs: list[dict[str, str]],
+        grace_s: float,
+        out: Output,
+        *,
+        ends_with: int | None = None,
     ) -> None:
         self.command = command
         self.envs = envs
         self.grace_s = grace_s
         self.out = out
+        # The rank whose exit 0 ends the gang (the others are stopped, the gang exits 0):
+        # tensorflow's --ps chief, whose workers and ps serve until they are stopped.
+        self.ends_with = ends_with
         self.procs: list[subprocess.Popen] = []
         self._relays: list[threading.Thread] = []
         self._signal: int | None = None
@@ -262,6 +271,9 @@ class Gang:
                     tell_master(f"rank {rank} of {len(self.procs)} {how}")
                     return exit_status(code)
             if all(code == 0 for code in codes):
+                return 0
+            if self.ends_with is not None and codes[self.ends_with] == 0:
+                self._stop_all(f"rank {self.ends_with} exited with code 0, which ends the gang")
                 return 0
             time.sleep(_POLL_S)
 

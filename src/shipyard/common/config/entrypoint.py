@@ -14,10 +14,12 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _SHELLS = ("sh", "bash", "zsh")
 # Python options that take a value ("-W ignore", "-X dev").
 _PY_OPTS_WITH_VALUE = ("-W", "-X", "-Q")
-# Launchers run as `python3 -m shipyard.launch.<name> [--nproc N] [--] CMD ARGS...`.
+# Launchers run as `python3 -m shipyard.launch.<name> [OPTIONS] [--] CMD ARGS...`.
 LAUNCHER_PACKAGE = "shipyard.launch."
-LAUNCHERS = ("torch_distributed",)
-PLANNED_LAUNCHERS = ("tensorflow", "mpi")
+LAUNCHERS = ("torch_distributed", "tensorflow", "mpi")
+PLANNED_LAUNCHERS: tuple[str, ...] = ()
+# Each launcher's options that take a value, skipped to find the command it runs.
+_LAUNCHER_OPTIONS = {"torch_distributed": ("--nproc",), "tensorflow": ("--nproc", "--ps")}
 
 
 def check_entrypoint(value: str | list[str]) -> str | list[str]:
@@ -57,7 +59,7 @@ def _check_launcher(command: list[str]) -> None:
         )
     if name not in LAUNCHERS:
         raise invalid(f"there is no launcher {LAUNCHER_PACKAGE}{name}; the launchers are: {known}")
-    if _launcher_command(rest) is None:
+    if _launcher_command(name, rest) is None:
         raise invalid(
             f"the launcher {LAUNCHER_PACKAGE}{name} needs the command to run on each slot, "
             f"like 'python3 -m {LAUNCHER_PACKAGE}{name} python3 train.py'"
@@ -86,16 +88,17 @@ def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _launcher_command(args: list[str]) -> list[str] | None:
-    """The command a launcher runs: what follows its options (`--nproc N`, `--`)."""
+def _launcher_command(name: str, args: list[str]) -> list[str] | None:
+    """The command a launcher runs: what follows its options (`--nproc N`, `--ps K`, `--`)."""
+    options = _LAUNCHER_OPTIONS.get(name, ("--nproc",))
     i = 0
     while i < len(args):
         if args[i] == "--":
             i += 1
             break
-        if args[i] == "--nproc":
+        if args[i] in options:
             i += 2
-        elif args[i].startswith("--nproc="):
+        elif args[i].split("=", 1)[0] in options:
             i += 1
         else:
             break
@@ -131,12 +134,13 @@ def _python_script(args: list[str]) -> str | None:
 def script_of(command: list[str]) -> str | None:
     """`python3 train.py` -> "train.py", `python -m pkg` -> None, `./run.sh` -> "run.sh",
     `bash run.sh` -> "run.sh"; a bare program name found on PATH -> None;
-    `python3 -m shipyard.launch.torch_distributed python3 train.py` -> "train.py"."""
+    `python3 -m shipyard.launch.torch_distributed python3 train.py` -> "train.py";
+    `python3 -m shipyard.launch.tensorflow --ps 1 python3 train.py` -> "train.py"."""
     if not command:
         return None
     launcher = launcher_of(command)
     if launcher is not None:  # the script is the one the launcher runs on every slot
-        return script_of(_launcher_command(launcher[1]) or [])
+        return script_of(_launcher_command(*launcher) or [])
     program = posixpath.basename(command[0])
     if _PYTHON.match(program):
         return _python_script(command[1:])

@@ -1,0 +1,501 @@
+"""Trainer: runs a Trial's training loop through shipyard.core (see docs/trainer.md)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from shipyard.integrations.torch import _state
+from shipyard.integrations.torch._data import (
+    TrainingData,
+    batch_size_of,
+    to_device,
+    validation_loader,
+)
+from shipyard.integrations.torch._trial import Trial
+from shipyard.integrations.torch._units import Batches, Length, check_length, to_steps
+
+Outcome = Literal["done", "preempted", "stopped"]
+
+
+class Trainer:
+    """``Trainer(trial, ctx).fit(max_length=Batches(500))`` trains ``trial`` and reports
+    through ``ctx`` (a ``shipyard.core`` context). After ``fit``: ``model`` (unwrapped),
+    ``steps_completed``, ``last_validation`` (the metrics last reported) and ``outcome``
+    ("done", "preempted" or "stopped")."""
+
+    def __init__(self, trial: Trial, ctx: Any) -> None:
+        if not isinstance(trial, Trial):
+            raise TypeError(
+                "Trainer(trial, ctx): trial must be a shipyard.integrations.torch.Trial, got "
+                f"{type(trial).__name__}"
+            )
+        self.trial = trial
+        self.ctx = ctx
+        self.model: nn.Module | None = None
+        self.steps_completed = 0
+        self.last_validation: dict[str, float] | None = None
+        self.outcome: Outcome | None = None
+        self._name = type(trial).__name__
+
+    # ---------------------------------------------------------------- fit
+    def fit(
+        self,
+        max_length: Length | None = None,
+        *,
+        validation_period: Length | None = None,
+        checkpoint_period: Length | None = None,
+        report_period: Length = Batches(10),
+        amp: bool | Literal["fp16", "bf16"] = False,
+        gradient_accumulation: int = 1,
+    ) -> None:
+        """Train to the searcher's lengths (``max_length`` when it sets none), validating
+        and checkpointing at the end of each and every ``*_period``; return early, after a
+        checkpoint, when preempted, and when the searcher stops the trial."""
+        check_length("max_length", max_length, optional=True)
+        check_length("validation_period", validation_period, optional=True)
+        check_length("checkpoint_period", checkpoint_period, optional=True)
+        check_length("report_period", report_period, optional=False)
+        if (
+            isinstance(gradient_accumulation, bool)
+            or not isinstance(gradient_accumulation, int)
+            or gradient_accumulation < 1
+        ):
+            raise ValueError(
+                f"gradient_accumulation must be a positive int, got {gradient_accumulation!r}"
+            )
+        if amp not in (False, True, "fp16", "bf16"):
+            raise ValueError(f'amp must be False, True, "fp16" or "bf16", got {amp!r}')
+        if max_length is None and self.ctx.searcher.max_length is None:
+            raise ValueError(
+                "fit() needs max_length (e.g. Batches(500) or Epochs(3)) when the searcher "
+                "sets no length (local mode, or a config without searcher.max_length)"
+            )
+        self._accum = gradient_accumulation
+        created_group = self._setup_distributed()
+        try:
+            self._setup(amp)
+            per_epoch = self._steps_per_epoch
+            self._report_every = to_steps(report_period, per_epoch)
+            self._validate_every = (
+                to_steps(validation_period, per_epoch) if validation_period else None
+            )
+            self._checkpoint_every = (
+                to_steps(checkpoint_period, per_epoch) if checkpoint_period else None
+            )
+            self._full_length = self.ctx.searcher.max_length or (
+                to_steps(max_length, per_epoch) if max_length else None
+            )
+            self._revalidate_after_restore()
+            self.outcome = self._run(to_steps(max_length, per_epoch) if max_length else None)
+        finally:
+            if created_group and dist.is_initialized():
+                dist.destroy_process_group()
+
+    def _run(self, default_length: int | None) -> Outcome:
+        for op in self.ctx.searcher.operations(default_length=default_length):
+            outcome = self._train_to(op.length)
+            if outcome != "done":
+                return outcome
+            # The end of an operation: the checkpoint first (a searcher acting on the
+            # validation finds it), then the validation the searcher decides on.
+            self._report_training()
+            if self._saved_step != self.steps_completed:
+                self._checkpoint()
+            self._validate_and_report()
+        return "done"
+
+    # ---------------------------------------------------------------- setup
+    def _setup_distributed(self) -> bool:
+        """Join torch.distributed when the launcher started several processes; return
+        whether this call created the process group."""
+        created = False
+        world_env = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        if world_env > 1 and not dist.is_initialized():
+            backend = os.environ.get("SHIPYARD_DIST_BACKEND") or (
+                "nccl" if torch.cuda.is_available() else "gloo"
+            )
+            dist.init_process_group(backend)
+            created = True
+        if dist.is_available() and dist.is_initialized():
+            self._world, self._rank = dist.get_world_size(), dist.get_rank()
+        else:
+            self._world, self._rank = 1, 0
+        self._local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
+        shipyard_size = self.ctx.distributed.size
+        if shipyard_size > 1 and (
+            shipyard_size != self._world or self.ctx.distributed.rank != self._rank
+        ):
+            raise ValueError(
+                f"ctx.distributed (rank {self.ctx.distributed.rank} of {shipyard_size}) and "
+                f"torch.distributed (rank {self._rank} of {self._world}) disagree: start the "
+                "processes with one launcher (python3 -m shipyard.launch.torch_distributed)"
+            )
+        # Several torch ranks but one-process shipyard contexts (e.g. torchrun in local
+        # mode): the chief's preempt/stop answers are broadcast with torch.
+        self._broadcast_flags = self._world > 1 and shipyard_size == 1
+        self._collective_checkpoint = shipyard_size > 1
+        self._chief = self._rank == 0
+        return created
+
+    def _setup(self, amp: bool | str) -> None:
+        if torch.cuda.is_available():
+            self.device = torch.device("cuda", self._local_rank)
+            torch.cuda.set_device(self.device)
+        else:
+            self.device = torch.device("cpu")
+        self._amp_dtype: torch.dtype | None = None
+        use_scaler = False
+        if amp:
+            if self.device.type == "cuda":
+                self._amp_dtype = torch.bfloat16 if amp == "bf16" else torch.float16
+                use_scaler = self._amp_dtype == torch.float16
+            elif amp == "fp16":
+                raise ValueError('amp="fp16" needs CUDA; on the CPU use amp=True or "bf16"')
+            else:
+                self._amp_dtype = torch.bfloat16
+
+        name = self._name
+        model = self.trial.build_model()
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"{name}.build_model() must return a torch.nn.Module")
+        model.to(self.device)
+        optimizer = self.trial.build_optimizer(model)
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"{name}.build_optimizer() must return a torch.optim.Optimizer")
+        self.model, self._optimizer = model, optimizer
+        self._scheduler = self.trial.build_lr_scheduler(optimizer)
+        self._scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        self._data = TrainingData(
+            self.trial.build_training_data_loader(),
+            rank=self._rank,
+            world=self._world,
+            seed=int(self.ctx.info.trial_seed or 0),
+            method=f"{name}.build_training_data_loader",
+        )
+        self._val_loader = validation_loader(
+            self.trial.build_validation_data_loader(),
+            rank=self._rank,
+            world=self._world,
+            method=f"{name}.build_validation_data_loader",
+        )
+        self._steps_per_epoch = -(-self._data.batches_per_epoch // self._accum)
+        self._epoch = 0
+        self._batch_in_epoch = 0
+        self._batches_trained = 0
+        self._iter: Any = None
+        self._epoch_start_rng: dict[str, Any] | None = None
+        self._preempt = self._stop = False
+        self._train_records: dict[str, list[Any]] = {}
+        self._saved_step = -1
+        self._restore()
+        self._train_model: nn.Module = model
+        if self._world > 1:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            self._train_model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+        optimizer.zero_grad(set_to_none=True)
+        model.train()
+
+    def _restore(self) -> None:
+        uuid = self.ctx.info.latest_checkpoint
+        if not uuid:
+            return
+        assert self.model is not None
+        with self.ctx.checkpoint.restore_path(uuid) as path:
+            state = _state.read_checkpoint(
+                path,
+                uuid,
+                device=self.device,
+                model=self.model,
+                optimizer=self._optimizer,
+                scheduler=self._scheduler,
+                scaler=self._scaler,
+            )
+        self.steps_completed = self._saved_step = int(state["steps"])
+        self._batches_trained = int(state["batches_trained"])
+        self._epoch = int(state["epoch"])
+        self._batch_in_epoch = int(state["batch_in_epoch"])
+        saved_world = int(state["world_size"])
+        mine = self._rank if saved_world == self._world else 0
+        if saved_world != self._world:
+            warnings.warn(
+                f"checkpoint {uuid} was written by {saved_world} processes, this run has "
+                f"{self._world}: the resumed data order and random state are not exact",
+                stacklevel=3,
+            )
+        rng = state["rng"][mine]
+        gens = self._data.generators
+        if self._batch_in_epoch > 0 and state["epoch_start_rng"] is not None:
+            # Replay the epoch's start (its shuffle), skip the batches already trained, then
+            # carry on with the random state of the checkpoint.
+            _state.restore_rng(state["epoch_start_rng"][mine], gens)
+            self._data.batches.skip = self._batch_in_epoch
+            self._data.batches.after_skip = lambda: _state.restore_rng(rng, gens)
+        else:
+            _state.restore_rng(rng, gens)
+
+    def _revalidate_after_restore(self) -> None:
+        """A checkpoint comes before its step's validation, so a run killed between the two
+        never delivered that validation, and resuming from the checkpoint skips past it:
+        report it again (the same step replaces any value the earlier run did deliver)."""
+        steps = self.steps_completed
+        if steps and self._validate_every and steps % self._validate_every == 0:
+            self._validate_and_report()
+
+    # ---------------------------------------------------------------- training
+    def _train_to(self, length: int) -> Outcome:
+        while self.steps_completed < length:
+            self._train_step()
+            steps = self.steps_completed
+            if steps % self._report_every == 0:
+                self._report_training()
+            if self._preempt:
+                if self._saved_step != steps:
+                    self._checkpoint()
+                return "preempted"
+            if self._stop:
+                return "stopped"
+            if steps < length:
+                if self._checkpoint_every and steps % self._checkpoint_every == 0:
+                    self._checkpoint()
+                if self._validate_every and steps % self._validate_every == 0:
+                    self._validate_and_report()
+        return "done"
+
+    def _train_step(self) -> None:
+        """One optimizer step over up to ``gradient_accumulation`` batches (fewer at the end
+        of an epoch: accumulation never spans epochs)."""
+        data = self._data
+        if self._iter is None:
+            self._epoch_start_rng = _state.capture_rng(data.generators, full=False)
+            self._iter = data.start_epoch(self._epoch)
+        window = min(self._accum, data.batches_per_epoch - self._batch_in_epoch)
+        ddp = self._train_model if self._train_model is not self.model else None
+        for i in range(window):
+            batch = next(self._iter)
+            if self.device.type != "cpu":
+                batch = to_device(batch, self.device)
+            if ddp is not None and i < window - 1:
+                with ddp.no_sync():  # type: ignore[operator]
+                    out = self._forward_backward(batch, window)
+            else:
+                out = self._forward_backward(batch, window)
+            records = self._train_records
+            for key, value in out.items():
+                if isinstance(value, torch.Tensor):
+                    value = value.detach()
+                if key in records:
+                    records[key].append(value)
+                else:
+                    records[key] = [value]
+            self._batches_trained += 1
+            self._batch_in_epoch += 1
+            self._poll_signals()
+        if self._scaler is not None:
+            self._scaler.step(self._optimizer)
+            self._scaler.update()
+        else:
+            self._optimizer.step()
+        self._optimizer.zero_grad(set_to_none=True)
+        if self._scheduler is not None:
+            self._scheduler.step()
+        self.steps_completed += 1
+        if self._batch_in_epoch == data.batches_per_epoch:
+            self._iter = None
+            self._epoch += 1
+            self._batch_in_epoch = 0
+
+    def _forward_backward(self, batch: Any, window: int) -> Mapping[str, Any]:
+        if self._amp_dtype is None:
+            out = self.trial.train_batch(batch, self._train_model, self._batches_trained)
+        else:
+            with torch.autocast(self.device.type, dtype=self._amp_dtype):
+                out = self.trial.train_batch(batch, self._train_model, self._batches_trained)
+        loss = self._loss_of(out)
+        if window > 1:
+            loss = loss / window
+        if self._scaler is not None:
+            self._scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        return out
+
+    def _loss_of(self, out: Any) -> torch.Tensor:
+        if type(out) is not dict and not isinstance(out, Mapping):
+            raise TypeError(
+                f"{self._name}.train_batch() must return a dict of metrics including "
+                f'"loss", got {type(out).__name__}'
+            )
+        loss = out.get("loss")
+        if type(loss) is not torch.Tensor and not isinstance(loss, torch.Tensor):
+            raise ValueError(
+                f'{self._name}.train_batch() must return a dict with a "loss" tensor to '
+                f"backpropagate; it returned keys {sorted(out)}"
+                + (f' with "loss" a {type(loss).__name__}' if "loss" in out else "")
+            )
+        if loss.numel() != 1 or not loss.requires_grad:
+            raise ValueError(
+                f'{self._name}.train_batch(): "loss" must be a scalar tensor that requires '
+                f"grad, got shape {tuple(loss.shape)}, requires_grad={loss.requires_grad}"
+            )
+        return loss
+
+    def _poll_signals(self) -> None:
+        """Every batch, on every rank (with several shipyard ranks these are collectives)."""
+        preempt = self.ctx.preempt.should_preempt()
+        stop = self.ctx.searcher.should_stop()
+        if self._broadcast_flags:
+            flags = torch.tensor([preempt, stop], dtype=torch.uint8, device=self.device)
+            dist.broadcast(flags, src=0)
+            preempt, stop = (bool(v) for v in flags.tolist())
+        self._preempt = self._preempt or preempt
+        self._stop = self._stop or stop
+
+    # ---------------------------------------------------------------- reporting
+    def _report_training(self) -> None:
+        records, self._train_records = self._train_records, {}
+        if not records:
+            return
+        keys = sorted(records)
+        means = []
+        for key in keys:
+            try:
+                values = [
+                    torch.as_tensor(v, dtype=torch.float64, device=self.device).reshape(())
+                    for v in records[key]
+                ]
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise ValueError(
+                    f"{self._name}.train_batch(): metric {key!r} must be a number or a "
+                    f"one-element tensor ({exc})"
+                ) from None
+            means.append(torch.stack(values).mean())
+        vector = torch.stack(means)
+        if self._world > 1:
+            dist.all_reduce(vector)
+            vector /= self._world
+        if self._chief:
+            self.ctx.train.report_training_metrics(
+                self.steps_completed, dict(zip(keys, vector.tolist(), strict=True))
+            )
+
+    def _validate_and_report(self) -> None:
+        metrics = self._validate()
+        metrics.setdefault("batches", self.steps_completed)
+        self.last_validation = metrics
+        if self._chief:
+            self.ctx.train.report_validation_metrics(self.steps_completed, metrics)
+            if self._full_length:
+                self.ctx.train.report_progress(min(1.0, self.steps_completed / self._full_length))
+
+    def _validate(self) -> dict[str, float]:
+        """Metrics averaged over the whole validation set (all ranks). The random state is
+        put back afterwards, so validating does not change the training that follows."""
+        assert self.model is not None
+        model = self.model
+        rng = _state.capture_rng(self._data.generators)
+        sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, float] = {}
+        model.eval()
+        try:
+            with torch.no_grad():
+                for batch in self._val_loader:
+                    n = batch_size_of(batch)
+                    if self.device.type != "cpu":
+                        batch = to_device(batch, self.device)
+                    if self._amp_dtype is None:
+                        out = self.trial.evaluate_batch(batch, model)
+                    else:
+                        with torch.autocast(self.device.type, dtype=self._amp_dtype):
+                            out = self.trial.evaluate_batch(batch, model)
+                    if not isinstance(out, Mapping):
+                        raise TypeError(
+                            f"{self._name}.evaluate_batch() must return a dict of metrics, "
+                            f"got {type(out).__name__}"
+                        )
+                    for key, value in out.items():
+                        try:
+                            value = torch.as_tensor(
+                                value, dtype=torch.float64, device=self.device
+                            ).reshape(())
+                        except (TypeError, ValueError, RuntimeError) as exc:
+                            raise ValueError(
+                                f"{self._name}.evaluate_batch(): metric {key!r} must be a "
+                                f"number or a one-element tensor ({exc})"
+                            ) from None
+                        sums[key] = sums[key] + value * n if key in sums else value * n
+                        counts[key] = counts.get(key, 0.0) + n
+        finally:
+            model.train()
+            _state.restore_rng(rng, self._data.generators)
+        keys = sorted(sums)
+        if self._world > 1:
+            gathered: list[Any] = [None] * self._world
+            dist.all_gather_object(gathered, keys)
+            keys = sorted({k for rank_keys in gathered for k in rank_keys})
+        zero = torch.zeros((), dtype=torch.float64, device=self.device)
+        count_of = [counts.get(k, 0.0) for k in keys]
+        vector = torch.cat(
+            [
+                torch.stack([sums.get(k, zero) for k in keys] or [zero])[: len(keys)],
+                torch.tensor(count_of, dtype=torch.float64, device=self.device),
+            ]
+        )
+        if self._world > 1:
+            dist.all_reduce(vector)
+        values = vector.tolist()
+        n_keys = len(keys)
+        return {
+            k: values[i] / values[n_keys + i] if values[n_keys + i] else float("nan")
+            for i, k in enumerate(keys)
+        }
+
+    # ---------------------------------------------------------------- checkpoints
+    def _checkpoint(self) -> None:
+        """On the chief (every rank takes part: the random states are gathered)."""
+        assert self.model is not None
+        position = {
+            "steps": self.steps_completed,
+            "batches_trained": self._batches_trained,
+            "epoch": self._epoch,
+            "batch_in_epoch": self._batch_in_epoch,
+        }
+        rng = _state.capture_rng(self._data.generators)
+        epoch_start = self._epoch_start_rng if self._batch_in_epoch > 0 else None
+        if self._world > 1:
+            rngs: list[Any] | None = [None] * self._world if self._chief else None
+            dist.gather_object((rng, epoch_start), rngs, dst=0)
+        else:
+            rngs = [(rng, epoch_start)]
+        metadata = {
+            "steps_completed": self.steps_completed,
+            "framework": "torch",
+            "format": "shipyard.integrations.torch.Trainer/1",
+            **position,
+        }
+        if self._collective_checkpoint or self._chief:
+            with self.ctx.checkpoint.store_path(metadata) as (path, _uuid):
+                if self._chief:
+                    assert rngs is not None
+                    _state.write_checkpoint(
+                        path,
+                        model=self.model,
+                        optimizer=self._optimizer,
+                        scheduler=self._scheduler,
+                        scaler=self._scaler,
+                        trainer_state={
+                            **position,
+                            "world_size": self._world,
+                            "rng": [r for r, _ in rngs],
+                            "epoch_start_rng": (
+                                None if epoch_start is None else [e for _, e in rngs]
+                            ),
+                        },
+                    )
+        self._saved_step = self.steps_completed

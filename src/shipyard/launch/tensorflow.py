@@ -1,0 +1,204 @@
+"""Run a TensorFlow script on every slot of a trial with its TF_CONFIG: ``python3 -m
+shipyard.launch.tensorflow [--ps K] [--nproc N] [--] CMD ARGS...``.
+
+Every process gets ``TF_CONFIG`` as TensorFlow documents it (guide "Distributed training",
+section "Setting up the TF_CONFIG environment variable"; the tutorials "Multi-worker training
+with Keras" and "Parameter server training with ParameterServerStrategy")::
+
+    {"cluster": {"worker": ["127.0.0.1:PORT", ...]}, "task": {"type": "worker", "index": I}}
+
+with one free port per process on 127.0.0.1 (one machine) and the same "cluster" everywhere.
+
+- Default, for ``MultiWorkerMirroredStrategy``: N processes, one per slot of
+  SHIPYARD_SLOT_IDS (or N CPU slots with ``--nproc N`` outside Shipyard), all of type
+  "worker", index = rank. There is no "chief" entry: TensorFlow's documented MWMS
+  TF_CONFIG lists workers only, and "the worker with index 0 is appointed as the chief
+  worker" (that is how tf.distribute implements it), so worker 0 is TensorFlow's chief
+  and Shipyard's rank 0 alike. Worker I is rank I of N of ``ctx.distributed``
+  (SHIPYARD_RANK, SHIPYARD_SIZE, SHIPYARD_LOCAL_RANK, SHIPYARD_LOCAL_SIZE,
+  SHIPYARD_DIST_ADDR).
+- ``--ps K`` (K >= 1), for ``ParameterServerStrategy``: the documented cluster of one
+  coordinator of type "chief", the workers and the parameter servers,
+  ``{"chief": [1 address], "worker": [N], "ps": [K]}``, so N + K + 1 processes: worker I on
+  slot I (the workers do the computing), the chief and the K ps on CPU with no slot. All run
+  the same command; the script branches on the task type as TensorFlow's tutorial does
+  ("worker"/"ps": start a ``tf.distribute.Server`` and ``join()``; "chief": run the
+  training). The chief is the only rank of ``ctx.distributed`` (rank 0 of 1) and the
+  process that reports to the master. The workers and ps are not ranks: workers serving in
+  ``server.join()`` never reach a collective, so counting them would hang the chief's first
+  one. They get no SHIPYARD_RANK/SIZE/LOCAL_*/DIST_ADDR and no SHIPYARD_MASTER, so a
+  ``shipyard.core.init()`` there is a local rank 0 of 1 and never a second reporter. The
+  gang ends when the chief exits 0: the servers still running get SIGTERM and the launcher
+  exits 0. GRPC_FAIL_FAST defaults to "use_caller", which TensorFlow's tutorial says every
+  task needs for fault tolerance.
+
+CUDA_VISIBLE_DEVICES: a worker on a GPU slot sees its one GPU; every other process (a CPU
+slot, the chief, a ps) gets "" so that TensorFlow, which takes every visible GPU at start,
+takes none. Output is relayed by process as ``[rank=R] line`` (R is the process's place in
+the gang: with ``--ps``, 0 is the chief, 1..N the workers, N+1..N+K the ps), and one
+failure stops all: the gang is ``_gang``'s. TensorFlow is not imported here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from shipyard.launch import _gang
+
+PROG = "shipyard.launch.tensorflow"
+HOST = "127.0.0.1"
+USAGE = (
+    f"usage: python3 -m {PROG} [--ps K] [--nproc N] [--] CMD ARGS... (inside Shipyard one "
+    "worker runs per slot of the trial; --nproc N runs N CPU workers locally, without a "
+    "master; --ps K adds K parameter servers and a chief for ParameterServerStrategy)"
+)
+_RANK_VARS = ("SHIPYARD_RANK", "SHIPYARD_SIZE", "SHIPYARD_LOCAL_RANK", "SHIPYARD_LOCAL_SIZE")
+
+
+@dataclass(frozen=True)
+class Task:
+    type: str  # "chief", "worker" or "ps", as in TF_CONFIG
+    index: int
+    slot: _gang.Slot | None  # a worker's slot; the chief and the ps have none
+
+
+def split_ps(args: list[str]) -> tuple[int, list[str]]:
+    """Take ``--ps K`` out of the launcher's options (before ``--`` or the command);
+    the rest is for ``_gang.parse_args``."""
+    ps = 0
+    kept: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            break
+        if arg == "--nproc":
+            kept += args[i : i + 2]
+            i += 2
+            continue
+        if arg.startswith("--nproc="):
+            kept.append(arg)
+            i += 1
+            continue
+        if arg == "--ps" or arg.startswith("--ps="):
+            if arg == "--ps":
+                if i + 1 >= len(args):
+                    raise _gang.UsageError("--ps needs a number of parameter servers, like --ps 1")
+                value, i = args[i + 1], i + 2
+            else:
+                value, i = arg.split("=", 1)[1], i + 1
+            if not value.isdigit():
+                raise _gang.UsageError(
+                    f"--ps takes a number of parameter servers of 0 or more, got {value!r}"
+                )
+            ps = int(value)
+            continue
+        break
+    return ps, kept + args[i:]
+
+
+def tasks_for(slots: list[_gang.Slot], ps: int) -> list[Task]:
+    """The gang in order: workers only; or with ps, the chief, the workers, the ps."""
+    workers = [Task("worker", i, slot) for i, slot in enumerate(slots)]
+    if ps == 0:
+        return workers
+    return [Task("chief", 0, None), *workers, *(Task("ps", j, None) for j in range(ps))]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: all are held until the last one is picked."""
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket())
+            sock.bind((HOST, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def cluster_of(tasks: list[Task], ports: list[int]) -> dict[str, list[str]]:
+    cluster: dict[str, list[str]] = {}
+    for task, port in zip(tasks, ports, strict=True):
+        cluster.setdefault(task.type, []).append(f"{HOST}:{port}")  # tasks are in index order
+    return cluster
+
+
+def process_envs(
+    slots: list[_gang.Slot], ps: int, base: dict[str, str], dist_addr: str | None
+) -> tuple[list[Task], list[dict[str, str]]]:
+    tasks = tasks_for(slots, ps)
+    cluster = cluster_of(tasks, free_ports(len(tasks)))
+    envs = []
+    for task in tasks:
+        env = dict(base)
+        config = {"cluster": cluster, "task": {"type": task.type, "index": task.index}}
+        env["TF_CONFIG"] = json.dumps(config)
+        for name in (*_RANK_VARS, "SHIPYARD_DIST_ADDR", "SHIPYARD_SLOT_IDS"):
+            env.pop(name, None)
+        if ps == 0:  # every worker is a rank of ctx.distributed
+            size = len(slots)
+            ranks = {"RANK": task.index, "SIZE": size, "LOCAL_RANK": task.index}
+            env.update({f"SHIPYARD_{k}": str(v) for k, v in ranks.items()})
+            env["SHIPYARD_LOCAL_SIZE"] = str(size)  # one machine: local = global
+            if dist_addr is not None:
+                env["SHIPYARD_DIST_ADDR"] = dist_addr
+        else:
+            env.setdefault("GRPC_FAIL_FAST", "use_caller")
+            if task.type == "chief":  # the only rank: it alone reports to the master
+                env.update(dict(zip(_RANK_VARS, ("0", "1", "0", "1"), strict=True)))
+            else:
+                env.pop("SHIPYARD_MASTER", None)
+        if task.slot is not None:
+            env["SHIPYARD_SLOT_IDS"] = task.slot.id
+        gpu = task.slot.gpu_index if task.slot is not None else None
+        env["CUDA_VISIBLE_DEVICES"] = "" if gpu is None else str(gpu)  # "": no GPU at all
+        envs.append(env)
+    return tasks, envs
+
+
+def describe(task: Task, ps: int, size: int) -> str:
+    where = f" on {task.slot.id}" if task.slot is not None else ""
+    if ps == 0:
+        return f"worker {task.index}{where} (rank {task.index} of {size})"
+    if task.type == "chief":
+        return "chief 0 (rank 0 of 1, reports to the master)"
+    return f"{task.type} {task.index}{where}"
+
+
+def main() -> int:
+    env = dict(os.environ)
+    try:
+        ps, rest = split_ps(sys.argv[1:])
+        options = _gang.parse_args(rest, PROG)
+        slots = _gang.slots_for(options, PROG, env)
+        grace = _gang.grace_s(env)
+    except _gang.UsageError as exc:
+        print(f"{PROG}: {str(exc).replace(_gang.usage(PROG), USAGE)}", file=sys.stderr)
+        return _gang.EXIT_USAGE
+    env.setdefault("PYTHONUNBUFFERED", "1")  # output reaches the log as it is written
+    out = _gang.Output(sys.stdout.buffer)
+    # ctx.distributed's coordinator, for the workers when they are the ranks
+    no_coordinator: tuple[str | None, Callable[[], None]] = (None, lambda: None)
+    address, stop = _gang.start_coordinator(len(slots)) if ps == 0 else no_coordinator
+    try:
+        tasks, envs = process_envs(slots, ps, env, address)
+        out.say(f"starting {len(envs)} process(es): {shlex.join(options.command)}")
+        out.say(", ".join(f"rank={r}: {describe(t, ps, len(slots))}" for r, t in enumerate(tasks)))
+        gang = _gang.Gang(options.command, envs, grace, out, ends_with=0 if ps else None)
+        code = gang.run()
+        if code == 0:
+            out.say("the chief exited with code 0" if ps else "all workers exited with code 0")
+        return code
+    finally:
+        stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
