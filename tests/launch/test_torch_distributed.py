@@ -267,3 +267,35 @@ def test_the_docs_example_runs(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = by_rank(result.stdout)
     assert lines == {0: ["rank 0 of 2: sum 3"], 1: ["rank 1 of 2: sum 3"]}
+
+
+OWN_ADDRESS = """
+import os, sys
+import torch
+import torch.distributed as dist
+
+# The script's own rendezvous, not env://: the launcher's RANK and WORLD_SIZE still apply.
+dist.init_process_group(
+    "gloo",
+    init_method=f"tcp://127.0.0.1:{sys.argv[1]}",
+    rank=int(os.environ["RANK"]),
+    world_size=int(os.environ["WORLD_SIZE"]),
+)
+t = torch.tensor([10.0 * (dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"sum={t.item():g}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_a_script_with_its_own_init_method_works_under_the_launcher(tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    own = script(tmp_path, "own.py", OWN_ADDRESS)
+    result = run(["--nproc", "2", "--", "python3", own, port], env_of())
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = by_rank(result.stdout)
+    assert "sum=30" in lines[0] and "sum=30" in lines[1]
