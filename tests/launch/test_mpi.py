@@ -5,23 +5,29 @@ Without mpirun or mpi4py these tests fail, telling to run `make setup`."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
 from shipyard.launch import mpi
+from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
 
 pytestmark = pytest.mark.mpi
 
-LAUNCHER = [sys.executable, "-m", "shipyard.launch.mpi"]
+MODULE = "shipyard.launch.mpi"
+LAUNCHER = [sys.executable, "-m", MODULE]
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
+    return run_launcher(MODULE, args, env, timeout, cwd)
+
+
 ENV_NAMES = (
     "SHIPYARD_RANK SHIPYARD_SIZE SHIPYARD_LOCAL_RANK SHIPYARD_LOCAL_SIZE RANK WORLD_SIZE "
     "LOCAL_RANK LOCAL_WORLD_SIZE SHIPYARD_SLOT_IDS CUDA_VISIBLE_DEVICES SHIPYARD_DIST_ADDR "
@@ -92,47 +98,6 @@ def needs_mpi4py() -> None:
         import mpi4py  # noqa: F401
     except ImportError:
         pytest.fail("mpi4py is not installed: run `make setup` (the mpi extra)", pytrace=False)
-
-
-def script(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
-def env_of(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SHIPYARD_", "OMPI_", "PMIX_", "OMPI_MCA_"))
-    }
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(extra)
-    return env
-
-
-def run(
-    args: list[str], env: dict[str, str], timeout: float = 60, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*LAUNCHER, *args], env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
-
-
-def by_rank(stdout: str) -> dict[int, list[str]]:
-    lines: dict[int, list[str]] = {}
-    for line in stdout.splitlines():
-        match = re.match(r"^\[rank=(\d+)\] (.*)$", line)
-        if match:
-            lines.setdefault(int(match.group(1)), []).append(match.group(2))
-        else:
-            assert line.startswith("[launcher] "), line  # nothing unprefixed
-    return lines
-
-
-def rank_env(lines: list[str]) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 def test_two_ranks_exchange_values_over_mpi(tmp_path):

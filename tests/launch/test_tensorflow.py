@@ -5,17 +5,23 @@ the form TensorFlow documents. TensorFlow itself is needed only by the last test
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-LAUNCHER = [sys.executable, "-m", "shipyard.launch.tensorflow"]
+from tests.launch.launcher import by_rank, env_of, run_launcher, script
+
+MODULE = "shipyard.launch.tensorflow"
+LAUNCHER = [sys.executable, "-m", MODULE]
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
+    return run_launcher(MODULE, args, env, timeout, cwd)
+
+
 PROG = "shipyard.launch.tensorflow: "
 ENV_NAMES = (
     "SHIPYARD_RANK SHIPYARD_SIZE SHIPYARD_LOCAL_RANK SHIPYARD_LOCAL_SIZE SHIPYARD_SLOT_IDS "
@@ -54,38 +60,6 @@ else:
     while True:
         server.accept()[0].close()
 """
-
-
-def script(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
-def env_of(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHIPYARD_", "TF_"))}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    env.pop("GRPC_FAIL_FAST", None)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(extra)
-    return env
-
-
-def run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*LAUNCHER, *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def by_rank(stdout: str) -> dict[int, list[str]]:
-    lines: dict[int, list[str]] = {}
-    for line in stdout.splitlines():
-        match = re.match(r"^\[rank=(\d+)\] (.*)$", line)
-        if match:
-            lines.setdefault(int(match.group(1)), []).append(match.group(2))
-        else:
-            assert line.startswith("[launcher] "), line  # nothing unprefixed
-    return lines
 
 
 def envs_of(stdout: str) -> dict[int, dict[str, str]]:

@@ -9,13 +9,21 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-LAUNCHER = [sys.executable, "-m", "shipyard.launch.torch_distributed"]
+from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
+
+MODULE = "shipyard.launch.torch_distributed"
+LAUNCHER = [sys.executable, "-m", MODULE]
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 60, cwd: Path | None = None):
+    return run_launcher(MODULE, args, env, timeout, cwd)
+
+
 ENV_NAMES = (
     "RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT SHIPYARD_RANK "
     "SHIPYARD_SIZE SHIPYARD_LOCAL_RANK SHIPYARD_LOCAL_SIZE SHIPYARD_SLOT_IDS "
@@ -57,42 +65,6 @@ import os, time
 print(f"pid={os.getpid()}", flush=True)
 time.sleep(600)
 """
-
-
-def script(tmp_path: Path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
-def env_of(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SHIPYARD_")}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    # "python3" is this venv's, as in a trial (the master puts its bin dir first on PATH)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.update(extra)
-    return env
-
-
-def run(args: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*LAUNCHER, *args], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-def by_rank(stdout: str) -> dict[int, list[str]]:
-    lines: dict[int, list[str]] = {}
-    for line in stdout.splitlines():
-        match = re.match(r"^\[rank=(\d+)\] (.*)$", line)
-        if match:
-            lines.setdefault(int(match.group(1)), []).append(match.group(2))
-        else:
-            assert line.startswith("[launcher] "), line  # nothing unprefixed
-    return lines
-
-
-def rank_env(lines: list[str]) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 @pytest.mark.parametrize(
