@@ -1,6 +1,7 @@
 """The gang: one process per slot running the same command, started, relayed and stopped as
-one unit. Shared by the launchers (torch_distributed and tensorflow now; mpi later), which
-only decide the environment of each rank.
+one unit. Shared by the launchers (torch_distributed, tensorflow; mpi runs its ranks through
+mpirun and takes the options, output, stop signals and exit handling from here), which only
+decide the environment of each rank.
 
 - Output: every line a rank writes (stdout and stderr) goes to the launcher's stdout as
   ``[rank=R] line``, one relay thread per pipe, flushed per line; the launcher's own lines
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import importlib
 import json
 import os
 import shlex
@@ -28,8 +28,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
+
+from shipyard.launch import _coordinator
 
 DEFAULT_GRACE_S = 10.0
 EXIT_USAGE = 2
@@ -141,17 +143,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_coordinator(size: int) -> tuple[str | None, Callable[[], None]]:
-    """The collectives server of ``shipyard.launch._coordinator`` for ``ctx.distributed``:
-    ("host:port", stop), or (None, no-op) where that module is not installed."""
+def read_options(prog: str, env: dict[str, str]) -> tuple[Options, list[Slot], float] | None:
+    """A launcher's command line, slots and grace; None after printing a usage error (the
+    launcher then exits with EXIT_USAGE)."""
     try:
-        coordinator = importlib.import_module("shipyard.launch._coordinator")
-    except ModuleNotFoundError as exc:
-        if exc.name != "shipyard.launch._coordinator":
-            raise
-        return None, lambda: None
-    address, stop = coordinator.serve(size)
-    return address, stop
+        options = parse_args(sys.argv[1:], prog)
+        return options, slots_for(options, prog, env), grace_s(env)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
 
 
 def describe_exit(code: int) -> str:
@@ -190,6 +190,32 @@ class Output:
         self.line(b"[launcher] ", message.encode("utf-8", errors="replace"))
 
 
+class StopSignals:
+    """While a gang runs: SIGTERM/SIGINT to the launcher are noted (the first one), for its
+    supervising loop to stop the ranks; the previous handlers come back afterwards."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        self._previous = {sig: signal.signal(sig, self._note) for sig in _FORWARDED}
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _note(self, signum: int, _frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+
+    @property
+    def name(self) -> str:
+        assert self.received is not None
+        return signal.Signals(self.received).name
+
+
 class Gang:
     """The ranks of one command. ``run()`` starts them all and returns the exit status."""
 
@@ -211,26 +237,18 @@ class Gang:
         self.ends_with = ends_with
         self.procs: list[subprocess.Popen] = []
         self._relays: list[threading.Thread] = []
-        self._signal: int | None = None
+        self._signals = StopSignals()
 
     def run(self) -> int:
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in _FORWARDED}
-        try:
-            started = self._start()
-            if started is not None:
-                return started
-            return self._supervise()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            # A rank's leftover child may hold its pipe open: wait for the output a while only.
-            deadline = time.monotonic() + _JOIN_S
-            for relay in self._relays:
-                relay.join(timeout=max(0.0, deadline - time.monotonic()))
-
-    def _on_signal(self, signum: int, _frame: object) -> None:
-        if self._signal is None:
-            self._signal = signum
+        with self._signals:
+            try:
+                started = self._start()
+                if started is not None:
+                    return started
+                return self._supervise()
+            finally:
+                # A rank's leftover child may hold its pipe open: wait for the output a while.
+                join_all(self._relays)
 
     def _start(self) -> int | None:
         for rank, env in enumerate(self.envs):
@@ -258,9 +276,8 @@ class Gang:
 
     def _supervise(self) -> int:
         while True:
-            if self._signal is not None:
-                name = signal.Signals(self._signal).name
-                self._stop_all(f"the launcher got {name}")
+            if self._signals.received is not None:
+                self._stop_all(f"the launcher got {self._signals.name}")
                 return EXIT_TERMINATED
             codes = [p.poll() for p in self.procs]
             for rank, code in enumerate(codes):
@@ -299,6 +316,13 @@ class Gang:
 
 
 _FORWARDED = (signal.SIGTERM, signal.SIGINT)
+
+
+def join_all(threads: list[threading.Thread], wait_s: float = _JOIN_S) -> None:
+    """Join the threads, all of them within ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _send(proc: subprocess.Popen, sig: int) -> None:
@@ -348,19 +372,15 @@ def main(
     """A launcher's main: parse, build each rank's env, run the gang. Usage errors: one line
     on stderr and exit code 2."""
     env = dict(os.environ)
-    try:
-        options = parse_args(sys.argv[1:], prog)
-        slots = slots_for(options, prog, env)
-        grace = grace_s(env)
-    except UsageError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+    read = read_options(prog, env)
+    if read is None:
         return EXIT_USAGE
+    options, slots, grace = read
     env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
     out = Output(sys.stdout.buffer)
-    address, stop = start_coordinator(len(slots))
+    address, stop = _coordinator.serve(len(slots))
     try:
-        if address is not None:
-            env["SHIPYARD_DIST_ADDR"] = address
+        env["SHIPYARD_DIST_ADDR"] = address  # ctx.distributed's collectives
         envs = build_envs(slots, env)
         where = ",".join(s.id for s in slots)
         out.say(f"starting {len(envs)} rank(s) on {where}: {shlex.join(options.command)}")

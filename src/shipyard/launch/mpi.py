@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from shipyard.launch import _gang
+from shipyard.launch import _coordinator, _gang
 from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV, PR_SET_PDEATHSIG
 
 PROG = "shipyard.launch.mpi"
@@ -140,11 +140,9 @@ class OutputServer:
         self._stopping = True
         self._accepter.join(timeout=1.0)
         self._listener.close()
-        deadline = time.monotonic() + wait_s
         with self._lock:
             relays = list(self._relays)
-        for relay in relays:
-            relay.join(timeout=max(0.0, deadline - time.monotonic()))
+        _gang.join_all(relays, wait_s)
 
 
 class MpiGang:
@@ -168,11 +166,10 @@ class MpiGang:
         self.proc: subprocess.Popen | None = None
         self._stderr: list[str] = []
         self._relays: list[threading.Thread] = []
-        self._signal: int | None = None
+        self._signals = _gang.StopSignals()
 
     def run(self) -> int:
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in _gang._FORWARDED}
-        try:
+        with self._signals:
             try:
                 # A group of its own: a SIGTERM to the launcher's group (the master stopping
                 # the trial) reaches the launcher only, which stops the ranks with the grace
@@ -189,21 +186,14 @@ class MpiGang:
             except OSError as exc:
                 self.out.say(f"cannot start {self.args[0]}: {exc.strerror}")
                 return EXIT_NO_MPIRUN
-            for pipe, keep in ((self.proc.stdout, False), (self.proc.stderr, True)):
-                relay = threading.Thread(target=self._relay, args=(pipe, keep), daemon=True)
-                relay.start()
-                self._relays.append(relay)
-            return self._supervise(self.proc)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            deadline = time.monotonic() + _gang._JOIN_S
-            for relay in self._relays:
-                relay.join(timeout=max(0.0, deadline - time.monotonic()))
-
-    def _on_signal(self, signum: int, _frame: object) -> None:
-        if self._signal is None:
-            self._signal = signum
+            try:
+                for pipe, keep in ((self.proc.stdout, False), (self.proc.stderr, True)):
+                    relay = threading.Thread(target=self._relay, args=(pipe, keep), daemon=True)
+                    relay.start()
+                    self._relays.append(relay)
+                return self._supervise(self.proc)
+            finally:
+                _gang.join_all(self._relays)
 
     def _relay(self, pipe, keep: bool) -> None:  # type: ignore[no-untyped-def]
         with pipe:
@@ -217,9 +207,8 @@ class MpiGang:
 
     def _supervise(self, proc: subprocess.Popen) -> int:
         while True:
-            if self._signal is not None:
-                name = signal.Signals(self._signal).name
-                self._stop(proc, f"the launcher got {name}")
+            if self._signals.received is not None:
+                self._stop(proc, f"the launcher got {self._signals.name}")
                 return _gang.EXIT_TERMINATED
             code = proc.poll()
             if code is not None:
@@ -341,13 +330,10 @@ def _alive(pid: int) -> bool:
 
 def main() -> int:
     env = dict(os.environ)
-    try:
-        options = _gang.parse_args(sys.argv[1:], PROG)
-        slots = _gang.slots_for(options, PROG, env)
-        grace = _gang.grace_s(env)
-    except _gang.UsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+    read = _gang.read_options(PROG, env)
+    if read is None:
         return _gang.EXIT_USAGE
+    options, slots, grace = read
     if shutil.which("mpirun", path=env.get("PATH")) is None:
         print(
             f"{PROG}: mpirun not found on PATH: install Open MPI (Debian: apt-get install "
@@ -363,11 +349,10 @@ def main() -> int:
     env["MASTER_ADDR"] = LOCALHOST  # for torch.distributed's env:// under Horovod/MPI
     env["MASTER_PORT"] = str(_gang.free_port())
     out = _gang.Output(sys.stdout.buffer)
-    address, stop_coordinator = _gang.start_coordinator(nproc)
+    address, stop_coordinator = _coordinator.serve(nproc)
     output = OutputServer(out)
     try:
-        if address is not None:
-            env["SHIPYARD_DIST_ADDR"] = address
+        env["SHIPYARD_DIST_ADDR"] = address  # ctx.distributed's collectives
         env[OUTPUT_ENV] = output.address
         with tempfile.TemporaryDirectory(prefix="shipyard-mpi-") as tmp:
             path = os.path.join(tmp, "hostfile")

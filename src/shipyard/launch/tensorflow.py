@@ -50,7 +50,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from shipyard.launch import _gang
+from shipyard.launch import _coordinator, _gang
 
 PROG = "shipyard.launch.tensorflow"
 HOST = "127.0.0.1"
@@ -186,7 +186,7 @@ def main() -> int:
     out = _gang.Output(sys.stdout.buffer)
     # ctx.distributed's coordinator, for the workers when they are the ranks
     no_coordinator: tuple[str | None, Callable[[], None]] = (None, lambda: None)
-    address, stop = _gang.start_coordinator(len(slots)) if ps == 0 else no_coordinator
+    address, stop = _coordinator.serve(len(slots)) if ps == 0 else no_coordinator
     try:
         tasks, envs = process_envs(slots, ps, env, address)
         out.say(f"starting {len(envs)} process(es): {shlex.join(options.command)}")
