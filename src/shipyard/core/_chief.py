@@ -9,7 +9,6 @@ call and all ranks stop at the same step. Every rank must call them, in the same
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -17,7 +16,7 @@ from shipyard.common.errors import InvalidRequest
 from shipyard.core.distributed import DistributedContext
 from shipyard.core.preempt import PreemptContext
 from shipyard.core.searcher import DEFAULT_WAIT_S, SearcherContext, SearcherOperation
-from shipyard.core.train import TRAINING, VALIDATION, make_report
+from shipyard.core.train import TRAINING, VALIDATION, check_progress, make_report
 
 
 class WorkerTrain:
@@ -32,10 +31,7 @@ class WorkerTrain:
         make_report(VALIDATION, steps_completed, metrics)
 
     def report_progress(self, fraction: float) -> None:
-        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
-            raise TypeError(f"progress must be a number, got {type(fraction).__name__}")
-        if not 0.0 <= float(fraction) <= 1.0:
-            raise ValueError(f"progress must be between 0 and 1, got {float(fraction)}")
+        check_progress(fraction)
 
     def flush(self, timeout_s: float = 0.0) -> None:
         return None

@@ -20,6 +20,7 @@ from shipyard.core.checkpoint import (
     _new_uuid,
     _remove_partial,
     _writing,
+    write_error,
 )
 from shipyard.core.distributed import DistributedContext
 from shipyard.core.info import Info
@@ -152,11 +153,7 @@ class DistributedCheckpoint:
     def _as_write_error(self, uuid: str, exc: Exception) -> Exception:
         """An OSError from a rank's files names the checkpoint, as with one process."""
         if isinstance(exc, OSError) and not isinstance(exc, CheckpointWriteError):
-            error = CheckpointWriteError(
-                f"cannot write checkpoint {uuid} to {self.storage.location(uuid)}: "
-                f"{_describe(exc)}",
-                errno=exc.errno,
-            )
+            error = write_error(self.storage, uuid, exc)
             error.__cause__ = exc
             return error
         return exc

@@ -188,13 +188,18 @@ def _writing(storage: CheckpointStorage, uuid: str) -> Iterator[None]:
         raise
     except OSError as exc:
         _remove_partial(storage, uuid)
-        raise CheckpointWriteError(
-            f"cannot write checkpoint {uuid} to {storage.location(uuid)}: {_describe(exc)}",
-            errno=exc.errno,
-        ) from exc
+        raise write_error(storage, uuid, exc) from exc
     except BaseException:
         _remove_partial(storage, uuid)
         raise
+
+
+def write_error(storage: CheckpointStorage, uuid: str, exc: OSError) -> CheckpointWriteError:
+    """An OSError while writing checkpoint ``uuid``, naming where."""
+    return CheckpointWriteError(
+        f"cannot write checkpoint {uuid} to {storage.location(uuid)}: {_describe(exc)}",
+        errno=exc.errno,
+    )
 
 
 def _remove_partial(storage: CheckpointStorage, uuid: str) -> None:

@@ -52,12 +52,7 @@ class _QueuedTrain(ReportQueue):
         self.enqueue_report(make_report(VALIDATION, steps_completed, metrics))
 
     def report_progress(self, fraction: float) -> None:
-        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
-            raise TypeError(f"progress must be a number, got {type(fraction).__name__}")
-        value = float(fraction)
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"progress must be between 0 and 1, got {value}")
-        self.enqueue_progress(value)
+        self.enqueue_progress(check_progress(fraction))
 
     def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
         super().flush(timeout_s)
@@ -100,6 +95,16 @@ class MasterTrain(_QueuedTrain):
         if progress is not None:
             body = {"run_id": self._run_id, "progress": progress}
             request_with_retry(self._http, "POST", f"{base}/progress", body)
+
+
+def check_progress(fraction: Any) -> float:
+    """A progress value, checked: a number from 0 to 1."""
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+        raise TypeError(f"progress must be a number, got {type(fraction).__name__}")
+    value = float(fraction)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"progress must be between 0 and 1, got {value}")
+    return value
 
 
 def make_report(group: str, steps_completed: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
