@@ -12,7 +12,7 @@ from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
 from shipyard.server.routers.trials import get_trial_row
-from shipyard.server.services import checkpoints, limits, metrics, searching
+from shipyard.server.services import checkpoints, metrics, searching
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
@@ -104,8 +104,9 @@ def trial_heartbeat(
 ) -> dict:
     """The trial's training loop is alive (see heartbeat_timeout)."""
     with m.db.write() as s:
-        _running(get_trial_row(trial_id, s), body.get("run_id"))
-        limits.beat(trial_id, session=s)
+        trial = get_trial_row(trial_id, s)
+        _running(trial, body.get("run_id"))
+        trial.last_heartbeat = utcnow()
     return {}
 
 

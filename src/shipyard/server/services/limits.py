@@ -10,19 +10,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.server import orm
-from shipyard.server.orm import utcnow
 
 TIME_LIMIT = "exceeded its time limit"  # how a time-limit stop's reason starts
-
-
-def beat(trial_id: int, *, session: Session) -> None:
-    session.execute(
-        update(orm.Trial).where(orm.Trial.id == trial_id).values(last_heartbeat=utcnow())
-    )
 
 
 def hung(trial: orm.Trial, exp: orm.Experiment, now: datetime) -> str | None:
