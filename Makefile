@@ -35,7 +35,7 @@ $(SETUP_STAMP): pyproject.toml | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow]'
 	touch $@
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.

@@ -1,4 +1,5 @@
-"""A Shipyard master for one benchmark run: temp home, free port, stopped at the end."""
+"""A Shipyard master for benchmark runs: its own home and port, started, and stopped at the
+end (or killed and started again, for bench/recovery.py)."""
 
 from __future__ import annotations
 
@@ -28,35 +29,34 @@ def free_port() -> int:
 
 class Master:
     """``with Master(slots=2) as master:`` runs ``python -m shipyard.server`` until the
-    block ends."""
+    block ends. Given a ``home``, the home is kept; ``spawn`` and ``stop`` restart it."""
 
-    def __init__(self, slots: int | None = None, config: str | None = None) -> None:
+    def __init__(
+        self,
+        slots: int | None = None,
+        config: str | None = None,
+        *,
+        home: Path | None = None,
+        command: list[str] | None = None,
+    ) -> None:
         self.slots = slots
         self.config = config  # the master's config file (YAML), e.g. resource pools
+        self.command = command or [sys.executable, "-m", "shipyard.server"]
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.home = Path(tempfile.mkdtemp(prefix="shipyard-bench-"))
+        self._own_home = home is None
+        self.home = home or Path(tempfile.mkdtemp(prefix="shipyard-bench-"))
         self.log_path = self.home / "master.log"
-        self._process: subprocess.Popen[bytes] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.spawned_wall = 0.0  # time.time() at the last spawn, for the log's timestamps
+        self.log_offset = 0  # where the last start's lines begin in master.log
 
     def __enter__(self) -> Master:
-        argv = [sys.executable, "-m", "shipyard.server", "--port", str(self.port)]
-        argv += ["--home", str(self.home)]
-        if self.slots is not None:
-            argv += ["--slots", str(self.slots)]
-        if self.config is not None:
-            (self.home / "master.yaml").write_text(self.config)
-            argv += ["--config", str(self.home / "master.yaml")]
-        env = {**os.environ, "SHIPYARD_HOME": str(self.home)}
-        env.pop("SHIPYARD_MASTER", None)
-        with open(self.log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO
-            )
+        self.spawn()
         try:
-            self._wait_until_answering()
+            self.wait_until_answering()
         except BaseException:
-            self._stop()
+            self.__exit__(None, None, None)
             raise
         return self
 
@@ -66,32 +66,63 @@ class Master:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._stop()
+        self.stop()
+        if self._own_home:
+            shutil.rmtree(self.home, ignore_errors=True)
 
-    def _wait_until_answering(self) -> None:
-        assert self._process is not None
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"the master exited ({self._process.returncode}):\n{self.log()}")
-            try:
-                if httpx.get(f"{self.url}/api/v1/master", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"the master did not answer within {STARTUP_TIMEOUT_S} s:\n{self.log()}")
+    def spawn(self) -> float:
+        """Start the master; returns time.perf_counter() just before the spawn."""
+        argv = [*self.command, "--port", str(self.port), "--home", str(self.home)]
+        if self.slots is not None:
+            argv += ["--slots", str(self.slots)]
+        if self.config is not None:
+            (self.home / "master.yaml").write_text(self.config)
+            argv += ["--config", str(self.home / "master.yaml")]
+        env = {**os.environ, "SHIPYARD_HOME": str(self.home)}
+        env.pop("SHIPYARD_MASTER", None)
+        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
+            self.spawned_wall = time.time()
+            started = time.perf_counter()
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO
+            )
+        return started
 
-    def _stop(self) -> None:
-        process = self._process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        shutil.rmtree(self.home, ignore_errors=True)
+    def wait_until_answering(
+        self, timeout_s: float = STARTUP_TIMEOUT_S, poll_s: float = 0.1
+    ) -> float:
+        """Poll GET /master until it answers 200; returns time.perf_counter() then."""
+        assert self.process is not None
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(base_url=self.url, timeout=2) as client:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(
+                        f"the master exited ({self.process.returncode}):\n{self.log()}"
+                    )
+                try:
+                    if client.get("/api/v1/master").status_code == 200:
+                        return time.perf_counter()
+                except httpx.TransportError:
+                    pass
+                time.sleep(poll_s)
+        raise RuntimeError(f"the master did not answer within {timeout_s} s:\n{self.log()}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = STOP_GRACE_S) -> float:
+        """Send ``sig`` and wait for the exit (killing it after ``timeout_s``); returns the
+        seconds that took."""
+        process = self.process
+        if process is None or process.poll() is not None:
+            return 0.0
+        started = time.perf_counter()
+        process.send_signal(sig)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return time.perf_counter() - started
 
     def log(self, last_lines: int = 40) -> str:
         try:

@@ -32,7 +32,6 @@ import shutil
 import signal
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ from typing import Any
 
 import httpx
 import yaml
-from _master import REPO, free_port
+from _master import REPO, Master
 from _stats import summary
 
 from shipyard.client import Shipyard
@@ -61,63 +60,12 @@ TRIAL_CODE = REPO / "bench" / "recovery_trial"
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ alembic")
 
 
-class RestartableMaster:
-    """``python -m shipyard.server`` on a fixed home and port, killed and started again."""
+class RestartableMaster(Master):
+    """The master on a fixed home and port, killed and started again; with what the
+    figures need from its process and log."""
 
     def __init__(self, home: Path, slots: int, command: list[str] | None = None) -> None:
-        self.home = home
-        self.slots = slots
-        self.command = command or [sys.executable, "-m", "shipyard.server"]
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = home / "master.log"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.spawned_wall = 0.0  # time.time() at the last spawn, for the log's timestamps
-        self.log_offset = 0  # where the last start's lines begin in master.log
-
-    def spawn(self) -> float:
-        """Start the master; returns time.perf_counter() just before the spawn."""
-        argv = [*self.command, "--port", str(self.port), "--home", str(self.home)]
-        argv += ["--slots", str(self.slots)]
-        env = {**os.environ, "SHIPYARD_HOME": str(self.home)}
-        env.pop("SHIPYARD_MASTER", None)
-        self.log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        with open(self.log_path, "ab") as log:
-            self.spawned_wall = time.time()
-            started = time.perf_counter()
-            self.process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO
-            )
-        return started
-
-    def wait_http(self, client: httpx.Client, timeout_s: float) -> float:
-        """Poll GET /master until it answers 200; returns time.perf_counter() then."""
-        assert self.process is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the master exited ({self.process.returncode}):\n{self.log()}")
-            try:
-                if client.get("/master").status_code == 200:
-                    return time.perf_counter()
-            except httpx.TransportError:
-                pass
-            time.sleep(HTTP_POLL_S)
-        raise RuntimeError(f"the master did not answer within {timeout_s} s:\n{self.log()}")
-
-    def stop(self, sig: int, timeout_s: float = 30.0) -> float:
-        """Send sig and wait for the exit; returns the seconds that took."""
-        process = self.process
-        if process is None or process.poll() is not None:
-            return 0.0
-        started = time.perf_counter()
-        process.send_signal(sig)
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        return time.perf_counter() - started
+        super().__init__(slots, home=home, command=command)
 
     def cpu_s(self) -> float | None:
         """CPU seconds (user + system) the running master has used so far."""
@@ -145,13 +93,6 @@ class RestartableMaster:
                 stamp = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f")
                 return stamp.timestamp()  # logging writes local time, as is parsed here
         return None
-
-    def log(self, last_lines: int = 40) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no master log)"
-        return "\n".join(lines[-last_lines:])
 
 
 def experiment_config(directory: Path, trials: int, stop_file: Path) -> Path:
@@ -231,7 +172,7 @@ def measure_recovery(
     spawned: float,
 ) -> dict[str, Any]:
     """Poll the restarted master until every trial reports past its baseline step."""
-    http_at = master.wait_http(client, RECOVERY_TIMEOUT_S)
+    http_at = master.wait_until_answering(RECOVERY_TIMEOUT_S, HTTP_POLL_S)
     cpu_at_http = master.cpu_s()
     running_at: float | None = None
     first_new: dict[int, float] = {}
@@ -409,7 +350,7 @@ def run(
     client = httpx.Client(base_url=f"{master.url}/api/v1", timeout=30)
     try:
         master.spawn()
-        master.wait_http(client, 60)
+        master.wait_until_answering()
         config = experiment_config(home, trials, stop_file)
         experiment_id = Shipyard(master.url).create_experiment(str(config), str(trial_code)).id
         first = wait_all_reporting(client, experiment_id, trials, min_step=3)

@@ -364,3 +364,55 @@ def test_the_several_ranks_example_in_the_docs_runs_with_two_ranks(tmp_path):
     checkpoints = [json.loads(p.read_text()) for p in tmp_path.glob("checkpoints/*/metadata.json")]
     assert sorted(m["steps_completed"] for m in checkpoints) == [50, 100]
     assert all(sorted(m["resources"]) == ["rank0.txt", "rank1.txt"] for m in checkpoints)
+
+
+WRITES_SHARDS = """
+import os
+import shipyard.core
+
+with shipyard.core.init() as ctx:
+    with ctx.checkpoint.store_path(steps_completed=5, shard=True) as (path, uuid):
+        (path / f"rank{ctx.distributed.rank}.txt").write_text(str(ctx.distributed.rank))
+    print("UUID", uuid)
+"""
+
+RESTORES_SHARDS = """
+import os
+import shipyard.core
+
+with shipyard.core.init() as ctx:
+    rank, uuid = ctx.distributed.rank, os.environ["UUID"]
+    try:
+        with ctx.checkpoint.restore_path(uuid) as path:
+            print("READ", (path / f"rank{rank}.txt").read_text())
+    except Exception as exc:
+        print(f"RAISED {type(exc).__name__}: {exc}")
+    with ctx.checkpoint.restore_path(uuid, reshard=True) as path:
+        print("RESHARD", sorted(p.name for p in path.glob("rank*.txt")))
+"""
+
+
+def test_a_sharded_checkpoint_restores_only_with_the_world_size_that_wrote_it(tmp_path):
+    storage = json.dumps({"type": "shared_fs", "base_path": str(tmp_path / "ckpt")})
+    env = {"SHIPYARD_CHECKPOINT_STORAGE": storage}
+    writers = run_ranks(tmp_path, WRITES_SHARDS, size=2, env=env)
+    assert [w.returncode for w in writers] == [0, 0], writers[0].stderr + writers[1].stderr
+    (uuid,) = {w.stdout.split("UUID ")[1].split()[0] for w in writers}
+    env["UUID"] = uuid
+
+    same = run_ranks(tmp_path, RESTORES_SHARDS, size=2, env=env)
+    for rank, result in enumerate(same):
+        assert result.returncode == 0, result.stderr
+        assert f"READ {rank}" in result.stdout and "RAISED" not in result.stdout
+
+    for size in (3, 1):
+        for result in run_ranks(tmp_path, RESTORES_SHARDS, size=size, env=env):
+            assert result.returncode == 0, result.stderr
+            assert "READ" not in result.stdout
+            assert (
+                f"RAISED InvalidRequest: checkpoint {uuid} was written in shards by 2 ranks "
+                f"(store_path(shard=True)) and this trial has {size}"
+            ) in result.stdout
+            assert "resources.slots_per_trial: 2" in result.stdout
+            # reshard=True: the caller reads every rank's part itself
+            assert "RESHARD ['rank0.txt', 'rank1.txt']" in result.stdout

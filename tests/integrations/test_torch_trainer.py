@@ -68,6 +68,30 @@ def assert_params(a: dict, b: dict, *, exact: bool = False, atol: float = 0.0) -
             )
 
 
+def hand_written(hp: dict, *, epochs: int, bf16: bool = False):
+    """The loop the Trainer replaces, seeded as train() seeds: (model, per-batch losses)."""
+    torch.manual_seed(0)
+    plain = trial_class()(hparams=hp)
+    model = plain.build_model()
+    optimizer = plain.build_optimizer(model)
+    scheduler = plain.build_lr_scheduler(optimizer)
+    loader = plain.build_training_data_loader()
+    plain.build_validation_data_loader()
+    model.train()
+    losses = []
+    for _epoch in range(epochs):
+        for batch in loader:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = plain.train_batch(batch, model, 0)["loss"]
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            losses.append(loss.item())
+    return model, losses
+
+
 def test_trainer_matches_a_hand_written_loop():
     """Dropout, a shuffling loader on the global RNG, Adam and an LR scheduler: the Trainer
     (validating and checkpointing along the way) ends with exactly the parameters of a plain
@@ -81,23 +105,7 @@ def test_trainer_matches_a_hand_written_loop():
         report_period=Batches(10),
     )
 
-    torch.manual_seed(0)
-    plain = trial_class()(hparams=hp)
-    model = plain.build_model()
-    optimizer = plain.build_optimizer(model)
-    scheduler = plain.build_lr_scheduler(optimizer)
-    loader = plain.build_training_data_loader()
-    plain.build_validation_data_loader()
-    model.train()
-    losses = []
-    for _epoch in range(2):
-        for batch in loader:
-            loss = plain.train_batch(batch, model, 0)["loss"]
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            scheduler.step()
-            losses.append(loss.item())
+    model, losses = hand_written(hp, epochs=2)
 
     assert_params(params(trainer), {k: v for k, v in model.state_dict().items()}, exact=True)
     total = 2 * BATCHES_PER_EPOCH
@@ -163,6 +171,22 @@ def test_gradient_accumulation_matches_a_bigger_batch():
     assert diff > 1e-3  # without accumulation the result is clearly different
 
 
+def test_amp_on_the_cpu_trains_in_bfloat16_as_autocast_does():
+    """amp=True on the CPU is torch.autocast with bfloat16: exactly the parameters of a
+    hand-written autocast loop, visibly not the float32 ones, and as accurate."""
+    hp = {"optimizer": "adam", "lr": 0.01}
+    amp, _, _ = train(hp, max_length=Epochs(1), amp=True)
+    full, _, _ = train(hp, max_length=Epochs(1))
+
+    model, _ = hand_written(hp, epochs=1, bf16=True)
+    assert_params(params(amp), {k: v for k, v in model.state_dict().items()}, exact=True)
+    diff = max((params(amp)[k] - params(full)[k]).abs().max().item() for k in params(full))
+    assert diff > 1e-4  # bfloat16 rounding shows in the parameters
+    assert amp.last_validation is not None and full.last_validation is not None
+    accuracy = amp.last_validation["validation_accuracy"]
+    assert accuracy == pytest.approx(full.last_validation["validation_accuracy"], abs=0.03)
+
+
 def test_two_processes_with_half_the_batch_match_one_process(tmp_path):
     """torchrun with 2 gloo processes of batch 32 (DDP, sharded data and validation) vs one
     process of batch 64 over the same seeded DistributedSampler order."""
@@ -198,7 +222,16 @@ def test_two_processes_with_half_the_batch_match_one_process(tmp_path):
     )
     assert two["validation"]["batches"] == one.steps_completed == 2 * 22
     # Only the chief checkpointed (one checkpoint, at the end).
-    assert len(list((workdir / "checkpoints").glob("*/metadata.json"))) == 1
+    (manifest,) = (workdir / "checkpoints").glob("*/metadata.json")
+
+    # One process resumes what two wrote: it says what is not exact, and goes on.
+    os.chdir(workdir)
+    with pytest.warns(UserWarning, match="written by 2 processes and this run has 1") as seen:
+        resumed, _, _ = train(
+            hp, latest=manifest.parent.name, max_length=Epochs(3), report_period=Epochs(1)
+        )
+    assert "data order and random state continue from rank 0's" in str(seen[0].message)
+    assert resumed.steps_completed == 3 * 22
 
 
 def test_bad_input_gets_clear_errors():

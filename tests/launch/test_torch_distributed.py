@@ -25,7 +25,8 @@ def run(args: list[str], env: dict[str, str], timeout: float = 60, cwd: Path | N
 
 
 ENV_NAMES = (
-    "RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT SHIPYARD_RANK "
+    "RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT GROUP_RANK "
+    "GROUP_WORLD_SIZE ROLE_RANK ROLE_WORLD_SIZE SHIPYARD_RANK "
     "SHIPYARD_SIZE SHIPYARD_LOCAL_RANK SHIPYARD_LOCAL_SIZE SHIPYARD_SLOT_IDS "
     "SHIPYARD_DIST_BACKEND SHIPYARD_DIST_ADDR CUDA_VISIBLE_DEVICES"
 ).split()
@@ -83,6 +84,9 @@ def test_every_rank_gets_its_env_and_its_output_is_prefixed(tmp_path, args, extr
         assert env["SHIPYARD_LOCAL_RANK"] == str(rank)
         assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "2"
         assert env["SHIPYARD_SIZE"] == env["SHIPYARD_LOCAL_SIZE"] == "2"
+        # as torchrun sets them on one machine (Lightning and Accelerate read GROUP_RANK)
+        assert env["ROLE_RANK"] == str(rank) and env["ROLE_WORLD_SIZE"] == "2"
+        assert env["GROUP_RANK"] == "0" and env["GROUP_WORLD_SIZE"] == "1"
         assert env["MASTER_ADDR"] == "127.0.0.1"
         assert env["SHIPYARD_SLOT_IDS"] == f"cpu{rank}"
         assert env["SHIPYARD_DIST_BACKEND"] == "gloo"

@@ -14,12 +14,14 @@ from typing import Any, NoReturn
 from shipyard.common.errors import CheckpointWriteError, InvalidRequest
 from shipyard.core._run_error import failure_message
 from shipyard.core.checkpoint import (
+    SHARD_WORLD_SIZE,
     LocalCheckpoint,
     _check_metadata,
     _describe,
     _new_uuid,
     _remove_partial,
     _writing,
+    check_shards,
     write_error,
 )
 from shipyard.core.distributed import DistributedContext
@@ -124,6 +126,8 @@ class DistributedCheckpoint:
             if outcome is not None:
                 _remove_partial(self.storage, uuid)
             else:
+                if shard:
+                    metadata[SHARD_WORLD_SIZE] = dist.size
                 try:
                     with _writing(self.storage, uuid):
                         resources = self.storage.finalize(uuid, metadata, steps_completed=steps)
@@ -159,8 +163,10 @@ class DistributedCheckpoint:
         return exc
 
     @contextlib.contextmanager
-    def restore_path(self, uuid: str) -> Iterator[Path]:
-        with self._inner.restore_path(uuid) as path:
+    def restore_path(self, uuid: str, *, reshard: bool = False) -> Iterator[Path]:
+        with self._inner.restore_path(uuid, reshard=True) as path:
+            if not reshard:
+                check_shards(self.read_metadata(uuid), uuid, world_size=self._dist.size)
             yield path
 
     def upload(

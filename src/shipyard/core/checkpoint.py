@@ -11,13 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from shipyard.common.errors import CheckpointWriteError
+from shipyard.common.errors import CheckpointWriteError, InvalidRequest
 from shipyard.core._retry import request_with_retry
 from shipyard.core.info import Info
 from shipyard.storage import CheckpointStorage
 
 if TYPE_CHECKING:
     from shipyard.core._http import JsonHttp  # http.client is imported only with a master
+
+# The metadata key of a sharded checkpoint: how many ranks wrote it (see check_shards).
+SHARD_WORLD_SIZE = "shard_world_size"
 
 
 class CheckpointContext(Protocol):
@@ -34,8 +37,12 @@ class CheckpointContext(Protocol):
         only the chief (False: the other ranks get a path that refuses to be used)."""
         ...
 
-    def restore_path(self, uuid: str) -> contextlib.AbstractContextManager[Path]:
-        """Yield the directory of a complete checkpoint (NotFound otherwise)."""
+    def restore_path(
+        self, uuid: str, *, reshard: bool = False
+    ) -> contextlib.AbstractContextManager[Path]:
+        """Yield the directory of a complete checkpoint (NotFound otherwise). A checkpoint
+        written in shards by another number of ranks is refused (InvalidRequest) unless
+        ``reshard`` says the caller reads the shards itself."""
         ...
 
     def upload(
@@ -80,6 +87,8 @@ class LocalCheckpoint:
         shard: bool = False,  # one process: the chief writes everything either way
     ) -> Iterator[tuple[Path, str]]:
         metadata, steps = _check_metadata(metadata, steps_completed)
+        if shard:
+            metadata[SHARD_WORLD_SIZE] = 1
         uuid = _new_uuid()
         with _writing(self.storage, uuid):
             self._begin(uuid)
@@ -89,8 +98,11 @@ class LocalCheckpoint:
         self._finish(uuid, metadata, steps, resources)
 
     @contextlib.contextmanager
-    def restore_path(self, uuid: str) -> Iterator[Path]:
-        yield self.storage.restore_path(uuid)
+    def restore_path(self, uuid: str, *, reshard: bool = False) -> Iterator[Path]:
+        path = self.storage.restore_path(uuid)
+        if not reshard:
+            check_shards(self.read_metadata(uuid), uuid, world_size=1)
+        yield path
 
     def upload(
         self,
@@ -219,6 +231,21 @@ def _describe(exc: OSError) -> str:
         more = len(failures) - 1
         return f"{text} (and {more} more file{'s' if more > 1 else ''})" if more else text
     return str(exc)
+
+
+def check_shards(metadata: dict[str, Any], uuid: str, *, world_size: int) -> None:
+    """A sharded checkpoint holds one part per rank that wrote it: another number of ranks
+    would each read another rank's part, or none, and resume from a wrong state silently."""
+    written_by = metadata.get(SHARD_WORLD_SIZE)
+    if written_by is None or written_by == world_size:
+        return
+    raise InvalidRequest(
+        f"checkpoint {uuid} was written in shards by {written_by} rank"
+        f"{'s' if written_by != 1 else ''} (store_path(shard=True)) and this trial has "
+        f"{world_size}: each rank would read another rank's part, or none. Resume it with "
+        f"resources.slots_per_trial: {written_by}, or read every rank's files yourself with "
+        "ctx.checkpoint.restore_path(uuid, reshard=True)"
+    )
 
 
 def _check_metadata(

@@ -35,6 +35,13 @@ def rank_envs(slots: list[_gang.Slot], base: dict[str, str]) -> list[dict[str, s
                 "LOCAL_WORLD_SIZE": str(size),
                 "MASTER_ADDR": MASTER_ADDR,
                 "MASTER_PORT": port,
+                # The rest of what torchrun sets: Lightning and Accelerate look for GROUP_RANK
+                # to know an outside launcher started the processes (else they spawn their own).
+                "GROUP_RANK": "0",
+                "GROUP_WORLD_SIZE": "1",
+                "ROLE_RANK": str(rank),
+                "ROLE_WORLD_SIZE": str(size),
+                "ROLE_NAME": "default",
                 "SHIPYARD_RANK": str(rank),
                 "SHIPYARD_SIZE": str(size),
                 "SHIPYARD_LOCAL_RANK": str(rank),

@@ -225,8 +225,10 @@ class Trainer:
         mine = self._rank if saved_world == self._world else 0
         if saved_world != self._world:
             warnings.warn(
-                f"checkpoint {uuid} was written by {saved_world} processes, this run has "
-                f"{self._world}: the resumed data order and random state are not exact",
+                f"checkpoint {uuid} was written by {saved_world} processes and this run has "
+                f"{self._world}: the model, optimizer and step count resume exactly, but the "
+                "data order and random state continue from rank 0's, not as the "
+                f"{saved_world} processes would have",
                 stacklevel=3,
             )
         rng = state["rng"][mine]
