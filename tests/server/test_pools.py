@@ -49,7 +49,11 @@ resource_pools:
     [
         ("resource_pools: [{pool_name: a, slots: 5}]", "resource_pools.0.slots", "5 slots asked"),
         ("resource_pools: [{pool_name: a, slots: [gpu7]}]", "resource_pools.0.slots", "gpu7"),
-        ("resource_pools: [{pool_name: a}, {pool_name: b}]", "resource_pools", "only one pool"),
+        (
+            "resource_pools: [{pool_name: a}, {pool_name: b}]",
+            "resource_pools",
+            "only one local pool",
+        ),
     ],
 )
 def test_pools_that_do_not_fit_the_machine_are_refused(tmp_path, yaml_text, path, message):
@@ -70,6 +74,9 @@ def test_pools_that_do_not_fit_the_machine_are_refused(tmp_path, yaml_text, path
         ),
         ("resource_pools: [{pool_name: a}, {pool_name: a}]", "<config>", "repeated: a"),
         ("default_compute_pool: b\nresource_pools: [{pool_name: a}]", "<config>", "'b'"),
+        ("resource_pools: [{pool_name: a, type: nomad}]", "resource_pools.0", "unknown backend"),
+        ("resource_pools: [{pool_name: a, type: kubernetes}]", "resource_pools.0", "not supported"),
+        ("resource_pools: [{pool_name: a b}]", "resource_pools.0.pool_name", "pattern"),
     ],
 )
 def test_config_mistakes_name_the_file_and_field(tmp_path, yaml_text, path, message):

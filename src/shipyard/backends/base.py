@@ -85,6 +85,11 @@ class Backend(abc.ABC):
         requeued."""
         return None
 
+    def health(self) -> str | None:
+        """None when the engine answers; else why it cannot run trials now (its pool's
+        trials wait with this reason). Optional: a local backend is always healthy."""
+        return None
+
     def set_exit_listener(self, listener) -> None:  # noqa: B027 - optional hook
         """Called with no argument whenever a launched trial may have exited, so the
         master reacts at once instead of on its next poll. Optional."""

@@ -1,20 +1,51 @@
-"""Backend names to classes. A backend whose SDK is missing is left out with the reason."""
+"""Backend types to their option models and classes. A backend's SDK is imported only when a
+pool of that type is made, so a master without Ray installed runs every other pool."""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from shipyard.backends.base import Backend
-from shipyard.common.errors import InvalidRequest, NotSupportedYet
+from shipyard.backends.options import BackendOptions, LocalOptions
+from shipyard.common.errors import ConfigError, NotSupportedYet
 
-_KNOWN = {"local": "shipyard.backends.local.backend:LocalBackend"}
-_PLANNED = ("docker", "podman", "ray", "slurm", "kubernetes")
+# type -> (options model, backend class), as "module:name" so nothing heavy loads here.
+_KNOWN: dict[str, tuple[str, str]] = {
+    "local": (
+        "shipyard.backends.options:LocalOptions",
+        "shipyard.backends.local.backend:LocalBackend",
+    ),
+}
+_PLANNED = ("ray", "slurm", "kubernetes")
 
 
-def backend_class(name: str) -> type[Backend]:
+def _load(target: str) -> Any:
+    module_name, _, name = target.partition(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def backend_types() -> list[str]:
+    return list(_KNOWN)
+
+
+def options_models() -> dict[str, type[BackendOptions]]:
+    """Each backend type's settings model (pydantic only: no SDK is imported)."""
+    return {name: _load(models) for name, (models, _cls) in _KNOWN.items()}
+
+
+def check_type(name: str) -> None:
+    if name in _KNOWN:
+        return
     if name in _PLANNED:
         raise NotSupportedYet(f"the {name} backend is not supported yet; use 'local'")
-    target = _KNOWN.get(name)
-    if target is None:
-        raise InvalidRequest(f"unknown backend {name!r}; known: {', '.join(_KNOWN)}")
-    module_name, _, class_name = target.partition(":")
-    module = __import__(module_name, fromlist=[class_name])
-    return getattr(module, class_name)
+    raise ConfigError(f"unknown backend type {name!r}; known: {', '.join(_KNOWN)}")
+
+
+def make_backend(options: BackendOptions, *, pool: str, slots: int | None = None) -> Backend:
+    """The backend of one pool. ``slots`` is the master's --slots (local CPU slots)."""
+    check_type(options.type)
+    cls: type[Backend] = _load(_KNOWN[options.type][1])
+    if isinstance(options, LocalOptions):
+        return cls(slots=slots)  # type: ignore[call-arg]
+    return cls(options, pool=pool)  # type: ignore[call-arg]

@@ -12,11 +12,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import shipyard
-from shipyard.backends.registry import backend_class
+from shipyard.backends.pooled import LOCAL
 from shipyard.common.errors import InvalidRequest, ShipyardError
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.pools import MasterConfig, load_master_config, partition
+from shipyard.server.pools import MasterConfig, load_master_config, make_backends, partition
 from shipyard.server.routers import (
     checkpoints,
     contexts,
@@ -40,8 +40,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     master_config = (
         load_master_config(settings.config_file) if settings.config_file else MasterConfig()
     )
-    backend = backend_class(settings.backend)(slots=settings.slots)
-    pools = partition(backend.capacity(), master_config)
+    backend = make_backends(master_config, settings.slots)
+    engines = {p.pool_name: backend.capacity_of(p.pool_name) for p in master_config.resource_pools}
+    pools = partition(backend.capacity_of(LOCAL), master_config, engines)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

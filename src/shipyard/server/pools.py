@@ -15,14 +15,27 @@ default for its priority scheduler).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from shipyard.backends.base import Slot
+from shipyard.backends.options import LocalOptions
+from shipyard.backends.pooled import LOCAL, PooledBackend
+from shipyard.backends.registry import check_type, make_backend, options_models
 from shipyard.common.config.resources import DEFAULT_POOL
 from shipyard.common.errors import ConfigError
 
@@ -47,16 +60,54 @@ class SchedulerConfig(_Strict):
         return self
 
 
-class PoolConfig(_Strict):
-    pool_name: str = Field(min_length=1, max_length=64)
+class PoolBase(_Strict):
+    pool_name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
+    # local pools: a count or a list of the machine's slot ids; other pools: at most this many
+    # of the engine's slots (a count; default: all of them).
     slots: int | list[str] | None = None
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    # `type` (the backend) and the backend's own keys come from backends/*/options.py.
+    if TYPE_CHECKING:
+        type: str
+
+
+def _pool_models() -> dict[str, type[PoolBase]]:
+    """A pool model per backend type: the common keys plus that backend's own."""
+    return {
+        name: type(f"{name.title()}PoolConfig", (PoolBase, options), {"__module__": __name__})
+        for name, options in options_models().items()
+    }
+
+
+POOL_MODELS = _pool_models()
+LocalPoolConfig = POOL_MODELS["local"]
+
+
+def _pool_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("type", "local"))
+    return str(getattr(value, "type", "local"))
+
+
+def _known_type(value: Any) -> Any:
+    try:
+        check_type(_pool_type(value))
+    except ConfigError as exc:
+        raise ValueError(f"type: {exc.message}") from None
+    return value
+
+
+PoolConfig = Annotated[
+    Union[tuple(Annotated[model, Tag(name)] for name, model in POOL_MODELS.items())],  # type: ignore[valid-type]  # noqa: UP007
+    Discriminator(_pool_type),
+    BeforeValidator(_known_type),
+]
 
 
 class MasterConfig(_Strict):
-    resource_pools: list[PoolConfig] = Field(
-        default_factory=lambda: [PoolConfig(pool_name=DEFAULT_POOL)], min_length=1
+    resource_pools: list[PoolConfig] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: [LocalPoolConfig(pool_name=DEFAULT_POOL)], min_length=1
     )
     default_compute_pool: str | None = None
 
@@ -88,10 +139,20 @@ def load_master_config(path: Path) -> MasterConfig:
         return MasterConfig.model_validate(data)
     except ValidationError as exc:
         details = [
-            {"path": ".".join(str(p) for p in err["loc"]) or "<config>", "message": err["msg"]}
+            {"path": _field_path(err["loc"]) or "<config>", "message": err["msg"]}
             for err in exc.errors()
         ]
         raise ConfigError(f"the master config {path} is not valid", details) from exc
+
+
+def _field_path(loc: tuple) -> str:
+    """The path in the file: without the pool type pydantic inserts after a pool's index."""
+    parts = [
+        str(p)
+        for i, p in enumerate(loc)
+        if not (i > 0 and isinstance(loc[i - 1], int) and p in POOL_MODELS)
+    ]
+    return ".".join(parts)
 
 
 @dataclass(frozen=True)
@@ -100,21 +161,28 @@ class Pool:
     slots: tuple[Slot, ...]
     scheduler: str  # "priority" or "fair_share"
     preemption: bool
+    type: str = "local"  # the backend
 
     @property
     def slot_ids(self) -> frozenset[str]:
         return frozenset(s.id for s in self.slots)
 
 
-def partition(capacity: list[Slot], config: MasterConfig) -> dict[str, Pool]:
-    """Give each pool its slots, in the backend's order: a count takes the next ones, a list
-    names them, and the one pool without `slots` takes what is left."""
+def partition(
+    capacity: list[Slot], config: MasterConfig, engines: Mapping[str, list[Slot]] | None = None
+) -> dict[str, Pool]:
+    """Give each pool its slots. Local pools share the machine's ``capacity`` in its order: a
+    count takes the next ones, a list names them, and the one local pool without `slots`
+    takes what is left. Any other pool has its own engine's slots (``engines[pool name]``),
+    all of them or the first `slots`."""
+    local = [p for p in config.resource_pools if p.type == "local"]
+    index = {p.pool_name: i for i, p in enumerate(config.resource_pools)}
     by_id = {s.id: s for s in capacity}
     taken: set[str] = set()
     chosen: dict[str, list[Slot]] = {}
     problems: list[dict] = []
-    for i, pool in enumerate(config.resource_pools):
-        where = f"resource_pools.{i}.slots"
+    for pool in local:
+        where = f"resource_pools.{index[pool.pool_name]}.slots"
         if isinstance(pool.slots, list):
             unknown = [sid for sid in pool.slots if sid not in by_id or sid in taken]
             if unknown:
@@ -128,29 +196,42 @@ def partition(capacity: list[Slot], config: MasterConfig) -> dict[str, Pool]:
                 continue
             chosen[pool.pool_name] = [by_id[sid] for sid in pool.slots]
             taken.update(pool.slots)
-    for i, pool in enumerate(config.resource_pools):
+    for pool in local:
         if isinstance(pool.slots, int):
             rest = [s for s in capacity if s.id not in taken]
             if pool.slots > len(rest):
                 problems.append(
                     {
-                        "path": f"resource_pools.{i}.slots",
+                        "path": f"resource_pools.{index[pool.pool_name]}.slots",
                         "message": f"{pool.slots} slots asked, {len(rest)} left of {len(capacity)}",
                     }
                 )
                 continue
             chosen[pool.pool_name] = rest[: pool.slots]
             taken.update(s.id for s in rest[: pool.slots])
-    open_ended = [p for p in config.resource_pools if p.slots is None]
+    open_ended = [p for p in local if p.slots is None]
     if len(open_ended) > 1:
         problems.append(
             {
                 "path": "resource_pools",
-                "message": "only one pool may leave out `slots` (it takes the rest)",
+                "message": "only one local pool may leave out `slots` (it takes the rest)",
             }
         )
     for pool in open_ended[:1]:
         chosen[pool.pool_name] = [s for s in capacity if s.id not in taken]
+    for pool in config.resource_pools:
+        if pool.type == "local":
+            continue
+        if isinstance(pool.slots, list):
+            problems.append(
+                {
+                    "path": f"resource_pools.{index[pool.pool_name]}.slots",
+                    "message": f"a {pool.type} pool takes a count of slots, not a list",
+                }
+            )
+            continue
+        found = list((engines or {}).get(pool.pool_name, []))
+        chosen[pool.pool_name] = found if pool.slots is None else found[: pool.slots]
     if problems:
         raise ConfigError("the resource pools do not fit this machine's slots", problems)
     return {
@@ -159,6 +240,19 @@ def partition(capacity: list[Slot], config: MasterConfig) -> dict[str, Pool]:
             slots=tuple(chosen[p.pool_name]),
             scheduler=p.scheduler.type,
             preemption=p.scheduler.preemption,
+            type=p.type,
         )
         for p in config.resource_pools
     }
+
+
+def make_backends(config: MasterConfig, local_slots: int | None) -> PooledBackend:
+    """One backend per pool that is not local, and one local backend the local pools share
+    (``local_slots``: the master's --slots)."""
+    backends = {}
+    if any(p.type == "local" for p in config.resource_pools):
+        backends[LOCAL] = make_backend(LocalOptions(), pool=LOCAL, slots=local_slots)
+    for pool in config.resource_pools:
+        if pool.type != "local":
+            backends[pool.pool_name] = make_backend(pool, pool=pool.pool_name)
+    return PooledBackend(backends)

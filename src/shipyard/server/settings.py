@@ -16,7 +16,6 @@ class Settings(BaseSettings):
     port: int = 8080
     db_url: str | None = None  # default: SQLite file in home
     slots: int | None = None  # CPU slots when no GPU is found; default: one per core
-    backend: str = "local"
     max_context_mb: int = 96
     # The master's config file (resource pools); see server/pools.py.
     config_file: Path | None = None

@@ -19,7 +19,7 @@ def get_master(m: MasterState = Depends(master)) -> api.MasterInfo:
         started_at=m.started_at,
         database=m.db.dialect,
         home=str(m.settings.home),
-        backend=m.backend.name,
+        backend=", ".join(sorted({pool.type for pool in m.pools.values()})),
     )
 
 
