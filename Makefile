@@ -15,9 +15,9 @@ PY_DIRS := src tests bench examples
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi test lint demo bench clean
+.PHONY: setup postgres-server openmpi slurm test lint demo bench clean
 
-setup: $(SETUP_STAMP) postgres-server
+setup: $(SETUP_STAMP) postgres-server slurm
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
 	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
 	@$(BIN)/python -m compileall -q src >/dev/null
@@ -35,7 +35,7 @@ $(SETUP_STAMP): pyproject.toml | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray]'
 	touch $@
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
@@ -53,13 +53,22 @@ openmpi:
 	echo "mpirun not found: installing Debian's openmpi-bin and libopenmpi-dev"; \
 	$(MAKE) --no-print-directory _apt PACKAGES='openmpi-bin libopenmpi-dev'
 
+# Slurm's daemons and clients (sbatch, squeue, scancel, srun) and munge: the Slurm backend's
+# tests stand up a one-node cluster on 127.0.0.1 (tests/fixtures/slurm.py).
+slurm:
+	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
+		&& command -v sbatch >/dev/null && command -v munged >/dev/null; then exit 0; fi; \
+	echo "slurmctld not found: installing Debian's slurmctld, slurmd, slurm-client and munge"; \
+	$(MAKE) --no-print-directory _apt PACKAGES='slurmctld slurmd slurm-client munge'
+
 # apt-get as root (no sudo); a non-root user is told what to run.
 _apt:
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "need root to run: apt-get install -y $(PACKAGES)" >&2; exit 1; \
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(PACKAGES) >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(PACKAGES) \
+		>/dev/null
 
 test: setup
 	ruff check $(PY_DIRS)
@@ -78,7 +87,6 @@ demo: setup
 
 # The Ray Tune comparison needs ray; without it the throughput bench reports the peer absent.
 bench: setup
-	python -m pip install --quiet 'ray[tune]' || echo "ray[tune] not installed: no Ray comparison"
 	python bench/launch_latency.py
 	python bench/trial_throughput.py
 	python bench/step_overhead.py

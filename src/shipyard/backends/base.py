@@ -45,12 +45,16 @@ class RunStatus(StrEnum):
     RUNNING = "RUNNING"
     EXITED = "EXITED"
     LOST = "LOST"  # the backend no longer knows the process and has no exit code
+    # The engine took the slots back (Slurm requeued or preempted the job, ...): the run is
+    # over and the trial resumes from its checkpoint, as after Shipyard's own preemption.
+    PREEMPTED = "PREEMPTED"
 
 
 @dataclass(frozen=True)
 class RunState:
     status: RunStatus
     exit_code: int | None = None
+    reason: str | None = None  # the engine's words, for PREEMPTED and LOST
 
 
 class Backend(abc.ABC):

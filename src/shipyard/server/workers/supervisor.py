@@ -51,7 +51,9 @@ def _experiment_paused(session, trial_id: int) -> bool:
 
 def _describe_exit(state: RunState) -> str:
     if state.status == RunStatus.LOST:
-        return "the trial's process was lost (no exit code)"
+        return state.reason or "the trial's process was lost (no exit code)"
+    if state.status == RunStatus.PREEMPTED:
+        return state.reason or "preempted by its engine"
     code = state.exit_code
     if code is not None and code < 0:
         return f"killed by signal {-code}"
@@ -273,14 +275,20 @@ class Supervisor:
                 trial.preempt_deadline = None
                 outcome = "completed"
                 s.add(searching.exit_event(trial, ExitReason.COMPLETED))
-            elif trial.preempt_requested or (clean_exit and trial.waiting_for_searcher):
-                # Preempted (it resumes from its checkpoint), or it reached its searcher
-                # target and waits for the next one: either way it holds no slot.
-                outcome = (
-                    "waits for the searcher's next target"
-                    if trial.waiting_for_searcher
-                    else "preempted: resumes from its checkpoint"
-                )
+            elif (
+                trial.preempt_requested
+                or state.status == RunStatus.PREEMPTED
+                or (clean_exit and trial.waiting_for_searcher)
+            ):
+                # Preempted, by Shipyard or by the engine (it resumes from its checkpoint), or
+                # it reached its searcher target and waits for the next one: either way it
+                # holds no slot.
+                if state.status == RunStatus.PREEMPTED:
+                    outcome = "resumes from its checkpoint"  # after the engine's reason
+                elif trial.waiting_for_searcher:
+                    outcome = "waits for the searcher's next target"
+                else:
+                    outcome = "preempted: resumes from its checkpoint"
                 trial.preempt_requested = False
                 trial.preempt_deadline = None
                 paused = ExperimentState(exp.state) == ExperimentState.PAUSED
