@@ -16,8 +16,13 @@ _KNOWN: dict[str, tuple[str, str]] = {
         "shipyard.backends.options:LocalOptions",
         "shipyard.backends.local.backend:LocalBackend",
     ),
+    "ray": ("shipyard.backends.ray.options:RayOptions", "shipyard.backends.ray.backend:RayBackend"),
+    "slurm": (
+        "shipyard.backends.slurm.options:SlurmOptions",
+        "shipyard.backends.slurm.backend:SlurmBackend",
+    ),
 }
-_PLANNED = ("ray", "slurm", "kubernetes")
+_PLANNED = ("kubernetes",)
 
 
 def _load(target: str) -> Any:
