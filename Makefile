@@ -15,9 +15,9 @@ PY_DIRS := src tests bench examples
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi slurm test lint demo bench clean
+.PHONY: setup postgres-server openmpi slurm containers test lint demo bench clean
 
-setup: $(SETUP_STAMP) postgres-server slurm
+setup: $(SETUP_STAMP) postgres-server slurm containers
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
 	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
 	@$(BIN)/python -m compileall -q src >/dev/null
@@ -60,6 +60,15 @@ slurm:
 		&& command -v sbatch >/dev/null && command -v munged >/dev/null; then exit 0; fi; \
 	echo "slurmctld not found: installing Debian's slurmctld, slurmd, slurm-client and munge"; \
 	$(MAKE) --no-print-directory _apt PACKAGES='slurmctld slurmd slurm-client munge'
+
+# Docker's and Podman's engines (the fixtures start them by hand, no systemd), tini and
+# catatonit as the containers' init, and mmdebstrap to build the tests' image from Debian's
+# packages (no registry is used).
+containers:
+	@if command -v dockerd >/dev/null && command -v podman >/dev/null \
+		&& command -v mmdebstrap >/dev/null && command -v catatonit >/dev/null; then exit 0; fi; \
+	echo "dockerd or podman not found: installing Debian's docker.io, podman and mmdebstrap"; \
+	$(MAKE) --no-print-directory _apt PACKAGES='docker.io podman catatonit tini mmdebstrap'
 
 # apt-get as root (no sudo); a non-root user is told what to run.
 _apt:
