@@ -41,6 +41,8 @@ def test_two_rank_all_reduce_completes_and_logs_are_kept_by_rank(master):
     trial = master.trial(done["trials"][0]["id"])
     assert done["state"] == "COMPLETED", trial
     assert sorted(trial["runs"][0]["slots"]) == ["cpu0", "cpu1"]
+    # where the run ran, recorded at launch
+    assert trial["runs"][0]["environment"] == {"backend": "local", "pool": "default"}
     assert master.metrics(trial["id"], "validation", "val_loss") == [(1, 3.0)]  # 1 + 2
 
     rank1 = log_page(master, trial["id"], rank=1)

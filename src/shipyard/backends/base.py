@@ -37,6 +37,11 @@ class TrialLaunchSpec:
 class Handle:
     """What the master keeps (as JSON, in the trial row) to find a launched trial again."""
 
+    # A key of ``data`` a backend may fill at launch with where the run really is (a
+    # JSON object: image and image id, engine job id, node); the master records it with the
+    # run, and `trial describe` shows it.
+    ENVIRONMENT = "environment"
+
     backend: str
     data: dict[str, Any] = field(default_factory=dict)
 

@@ -220,13 +220,14 @@ def pareto_table(
 def runs_table(runs: list[RunInfo]) -> Table:
     """Every launch of a trial and how it ended."""
     table = Table(title="Runs")
-    for column in ("Run", "Slots", "Started", "Ended", "How it ended"):
+    for column in ("Run", "Slots", "Where", "Started", "Ended", "How it ended"):
         table.add_column(column, justify="right" if column == "Run" else "left")
     for run in runs:
         add_row(
             table,
             str(run.run_id),
             ", ".join(run.slots),
+            " ".join(f"{k}={v}" for k, v in (run.environment or {}).items()),
             fmt_time(run.started_at),
             fmt_time(run.ended_at),
             run.ended_how or ("running" if run.ended_at is None else ""),

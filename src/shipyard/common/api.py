@@ -119,6 +119,8 @@ class RunInfo(BaseModel):
     started_at: datetime
     ended_at: datetime | None = None
     ended_how: str | None = None  # e.g. "exited with code 3; restart 1 of 5"
+    # Where it ran: backend, pool, and what the backend recorded (image and image_id, job).
+    environment: dict[str, Any] | None = None
 
 
 class TrialDetail(TrialSummary):

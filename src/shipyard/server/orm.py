@@ -143,6 +143,9 @@ class TrialRun(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # How it ended and what the master made of it, e.g. "exited with code 3: restarted".
     ended_how: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Where it ran, as its backend said at launch (migration 0005): pool, container image and
+    # image id, engine job or node; see Handle.ENVIRONMENT.
+    environment: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class SearcherEvent(Base):

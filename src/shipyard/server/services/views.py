@@ -83,6 +83,7 @@ def _runs(trial_id: int, session: Session) -> list[api.RunInfo]:
             started_at=r.started_at,
             ended_at=r.ended_at,
             ended_how=r.ended_how,
+            environment=r.environment,
         )
         for r in rows
     ]

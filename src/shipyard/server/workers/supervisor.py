@@ -172,6 +172,13 @@ class Supervisor:
             with self.db.write() as s:
                 row = s.get(orm.Trial, trial.id)
                 row.handle = handle.data
+                run = s.get(orm.TrialRun, (trial.id, row.run_id))
+                if run is not None:
+                    run.environment = {
+                        "backend": handle.backend,
+                        "pool": exp.resource_pool,
+                        **handle.data.get(Handle.ENVIRONMENT, {}),
+                    }
                 if row.state == TrialState.STARTING:
                     row.state = TrialState.RUNNING
         return len(launches)
