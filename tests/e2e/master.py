@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
+SHIPYARD = Path(sys.executable).parent / "shipyard"  # the installed command
 
 
 def free_port() -> int:
@@ -159,3 +160,14 @@ class Master:
             if not page["lines"]:
                 return out
             after = page["next_after"]
+
+    def cli(self, *args: object) -> subprocess.CompletedProcess:
+        """The installed `shipyard` command against this master, with a terminal wide
+        enough for whole table columns."""
+        return subprocess.run(
+            [str(SHIPYARD), "--master", self.url, *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "200"},
+        )

@@ -5,9 +5,6 @@ trial that ignores it), and a search goes on unchanged after kill -9 of the mast
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -16,7 +13,6 @@ from tests.e2e.master import Master
 
 QUADRATIC = Path(__file__).resolve().parents[2] / "examples" / "quadratic"
 CODE = Path(__file__).parent / "trial_code"
-SHIPYARD = Path(sys.executable).parent / "shipyard"
 
 
 def asha_config(**searcher) -> str:
@@ -253,30 +249,19 @@ def test_multi_objective_search_shows_its_pareto_front(master):
     for other in set(values) - members:  # and everyone else is beaten by someone
         assert any(dominates(v, values[other]) for v in values.values())
 
-    shown = shipyard_cli(master, "experiment", "describe", str(done["id"]))
+    shown = master.cli("experiment", "describe", str(done["id"]))
     assert shown.returncode == 0, shown.stderr
     assert "Pareto front" in shown.stdout
 
 
-def shipyard_cli(master, *args: str) -> subprocess.CompletedProcess:
-    """The installed command, with a terminal wide enough for whole table headers."""
-    return subprocess.run(
-        [str(SHIPYARD), "--master", master.url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def test_preview_search_shows_rungs_and_compute_without_running_anything(master):
     config = str(QUADRATIC / "asha.yaml")
-    shown = shipyard_cli(master, "preview-search", config)
+    shown = master.cli("preview-search", config)
     assert shown.returncode == 0, shown.stderr
     assert "Trials: 16" in shown.stdout
     assert "1024 batches" in shown.stdout  # 16 trials x 64 batches for random search
     assert "This search: 160 batches (16% of the random search)" in shown.stdout
-    plan = json.loads(shipyard_cli(master, "preview-search", config, "--json").stdout)
+    plan = json.loads(master.cli("preview-search", config, "--json").stdout)
     (bracket,) = plan["brackets"]
     assert [(r["trials"], r["length"]) for r in bracket["rungs"]] == [(16, 4), (4, 16), (1, 64)]
     # 16 trials to 4 batches, 4 of them on to 16, 1 on to 64
@@ -287,7 +272,7 @@ def test_preview_search_shows_rungs_and_compute_without_running_anything(master)
 def test_preview_search_of_a_bad_config_names_the_field(master, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(asha_config(divisor=1.5))
-    shown = shipyard_cli(master, "preview-search", str(bad))
+    shown = master.cli("preview-search", str(bad))
     assert shown.returncode == 1
     assert "searcher.divisor" in shown.stderr and "at least 2" in shown.stderr
     assert "Traceback" not in shown.stderr
@@ -317,13 +302,11 @@ def test_hyperband_halves_each_bracket_and_describe_shows_why(master):
     assert done["state"] == "COMPLETED" and len(done["trials"]) == 5
     ends = sorted((t["state"], t["steps_completed"]) for t in done["trials"])
     assert ends == [("COMPLETED", 9)] * 3 + [("STOPPED", 3)] * 2
-    shown = shipyard_cli(master, "experiment", "describe", str(done["id"]))
+    shown = master.cli("experiment", "describe", str(done["id"]))
     assert shown.returncode == 0, shown.stderr
     assert "Rung" in shown.stdout and "Why it ended" in shown.stdout
     assert "searcher stop" in shown.stdout
-    as_json = json.loads(
-        shipyard_cli(master, "experiment", "describe", str(done["id"]), "--json").stdout
-    )
+    as_json = json.loads(master.cli("experiment", "describe", str(done["id"]), "--json").stdout)
     assert [t["end_reason"] for t in as_json["trials"]] == [t["end_reason"] for t in done["trials"]]
 
 
@@ -334,7 +317,7 @@ def test_preview_search_of_a_search_without_a_length_counts_trials(master, tmp_p
         "hyperparameters: {lr: {type: double, minval: 0.01, maxval: 0.1}}\n"
         "searcher: {name: random, metric: loss, max_trials: 5}\n"
     )
-    shown = shipyard_cli(master, "preview-search", str(config), "--json")
+    shown = master.cli("preview-search", str(config), "--json")
     assert shown.returncode == 0, shown.stderr
     plan = json.loads(shown.stdout)
     assert plan["unit"] == "trials" and plan["total_trials"] == 5

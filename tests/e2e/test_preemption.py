@@ -3,6 +3,7 @@ slots from running trials of worse priority; they checkpoint, requeue and resume
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,32 @@ def test_a_trial_that_ignores_preemption_is_killed_after_preemption_timeout(pool
     assert first["ended_how"] == "killed by signal 15; preempted: resumes from its checkpoint"
     assert second["ended_how"] == "exited with code 0; completed"
     assert "resumed from step" in "\n".join(pooled.logs(victim["id"]))
+
+
+def test_pool_list_shows_each_pool_with_its_backend_slots_and_health(pooled):
+    shown = pooled.cli("pool", "list", "--json")
+    assert shown.returncode == 0, shown.stderr
+    pools = {p["name"]: p for p in json.loads(shown.stdout)}
+    assert pools["default"] == {
+        "name": "default",
+        "type": "local",
+        "description": "",
+        "default": True,
+        "slots_total": 2,
+        "slots_used": 0,
+        "scheduler": "priority",
+        "preemption": True,
+        "healthy": True,
+        "problem": None,
+    }
+    assert pools["quiet"]["slots_total"] == 1 and not pools["quiet"]["default"]
+    exp = pooled.create(steps_experiment("one", 42), CODE)
+    pooled.wait_for(lambda: trial_of(pooled, exp["id"])["state"] == "RUNNING", what="running")
+    table = pooled.cli("pool", "list")
+    assert table.returncode == 0, table.stderr
+    (default_row,) = [line for line in table.stdout.splitlines() if "default (default)" in line]
+    assert "local" in default_row and "1/2" in default_row and "priority, preemption" in default_row
+    assert "ok" in default_row
 
 
 def test_pools_keep_their_slots_and_unknown_pools_are_refused(pooled):

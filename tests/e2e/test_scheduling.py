@@ -4,9 +4,6 @@ proportion to resources.weight, counted on trials that really run."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.e2e.master import Master
@@ -53,20 +50,6 @@ def test_weights_share_the_slots_between_experiments(tmp_path):
         master.stop()
 
 
-SHIPYARD = Path(sys.executable).parent / "shipyard"
-
-
-def shipyard_cli(master: Master, *args: str) -> subprocess.CompletedProcess:
-    """The installed command, with a terminal wide enough for whole table columns."""
-    return subprocess.run(
-        [str(SHIPYARD), "--master", master.url, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def test_priority_changed_while_queued_decides_who_runs_next(tmp_path):
     master = Master(tmp_path / "home", slots=2).start()
     try:
@@ -74,7 +57,7 @@ def test_priority_changed_while_queued_decides_who_runs_next(tmp_path):
         master.wait_for(lambda: running(master, blocker["id"]) == 2, what="the blocker to run")
         older = master.create(gated_search("older", tmp_path / "open", 2), CODE)
         newer = master.create(gated_search("newer", tmp_path / "open", 2), CODE)
-        changed = shipyard_cli(master, "experiment", "set", "priority", str(newer["id"]), "10")
+        changed = master.cli("experiment", "set", "priority", str(newer["id"]), "10")
         assert changed.returncode == 0, changed.stderr
         assert master.experiment(newer["id"])["config"]["resources"]["priority"] == 10
         (tmp_path / "open-blocker").touch()
@@ -89,7 +72,7 @@ def test_priority_changed_while_queued_decides_who_runs_next(tmp_path):
 
 def test_bad_scheduling_values_are_refused_with_the_field(master):
     exp = master.create(gated_search("bad", master.home / "never", 1), CODE)
-    refused = shipyard_cli(master, "experiment", "set", "priority", str(exp["id"]), "0")
+    refused = master.cli("experiment", "set", "priority", str(exp["id"]), "0")
     assert refused.returncode == 1 and "priority" in refused.stderr
     assert "Traceback" not in refused.stderr
     r = master.http.patch(f"/experiments/{exp['id']}/resources", json={"weight": -1})
@@ -108,11 +91,11 @@ def test_job_list_shows_the_queue_in_scheduling_order_with_reasons(tmp_path):
         master.wait_for(lambda: running(master, blocker["id"]) == 2, what="the blocker to run")
         older = master.create(gated_search("older", tmp_path / "open", 2), CODE)
         urgent = master.create(gated_search("urgent", tmp_path / "open", 1), CODE)
-        shipyard_cli(master, "experiment", "set", "priority", str(urgent["id"]), "10")
+        master.cli("experiment", "set", "priority", str(urgent["id"]), "10")
         paused = master.create(gated_search("paused", tmp_path / "open", 1), CODE)
         master.http.post(f"/experiments/{paused['id']}/pause")
 
-        shown = shipyard_cli(master, "job", "list", "--json")
+        shown = master.cli("job", "list", "--json")
         assert shown.returncode == 0, shown.stderr
         jobs = [(j["experiment_id"], j["reason"]) for j in json.loads(shown.stdout)]
         assert [exp for exp, _ in jobs] == [blocker["id"]] * 2 + [urgent["id"]] + [
@@ -121,7 +104,7 @@ def test_job_list_shows_the_queue_in_scheduling_order_with_reasons(tmp_path):
         assert all(reason.startswith("running on cpu") for _, reason in jobs[:2])
         assert all(reason == "waits for a free slot (0 free)" for _, reason in jobs[2:5])
         assert jobs[5][1] == "its experiment is paused"
-        table = shipyard_cli(master, "job", "list")
+        table = master.cli("job", "list")
         assert table.returncode == 0 and "waits for a free slot" in table.stdout
         (tmp_path / "open-blocker").touch()
         (tmp_path / "open").touch()

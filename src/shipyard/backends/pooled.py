@@ -44,6 +44,10 @@ class PooledBackend(Backend, LogSource):
         problems = [f"{k}: {p}" for k, b in self._backends.items() if (p := b.health())]
         return "; ".join(problems) or None
 
+    def health_of(self, pool: str) -> str | None:
+        """Why this pool's engine cannot run trials now, or None."""
+        return self.backend_of_pool(pool).health()
+
     def launch(self, spec: TrialLaunchSpec) -> Handle:
         keys = {self._slots[s.id][0] for s in spec.slots}
         if len(keys) != 1:

@@ -19,6 +19,7 @@ from shipyard.cli import (
     experiment_cmds,
     job_cmds,
     master_cmds,
+    pool_cmds,
     search_cmds,
     trial_cmds,
 )
@@ -91,6 +92,7 @@ app.command("preview-search")(search_cmds.preview_search)
 app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and control experiments.")
 app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
 app.add_typer(job_cmds.app, name="job", help="The scheduler's queue and why each job waits.")
+app.add_typer(pool_cmds.app, name="pool", help="Resource pools: backend, slots, health.")
 app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
 

@@ -233,6 +233,22 @@ class ExperimentResources(BaseModel):
     max_slots: int | None = Field(None, ge=1, description="slots the experiment holds at most")
 
 
+class PoolInfo(BaseModel):
+    """A resource pool, as `shipyard pool list` shows it."""
+
+    name: str
+    type: str  # its backend: local, ray, slurm
+    description: str = ""
+    default: bool = False  # experiments without resources.resource_pool go here
+    slots_total: int
+    slots_used: int
+    scheduler: str
+    preemption: bool
+    healthy: bool
+    # Why its engine cannot run trials now (its trials wait with this reason).
+    problem: str | None = None
+
+
 class JobInfo(BaseModel):
     """One trial in the scheduler's view: running, or queued with the reason it waits."""
 

@@ -9,7 +9,7 @@ from fastapi import Request
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from shipyard.backends.base import Backend
+from shipyard.backends.pooled import PooledBackend
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.db import Database
@@ -24,7 +24,7 @@ from shipyard.server.workers.orchestrator import Orchestrator
 class MasterState:
     settings: Settings
     db: Database
-    backend: Backend
+    backend: PooledBackend
     hub: SignalHub
     orchestrator: Orchestrator
     pools: dict[str, Pool]

@@ -16,4 +16,5 @@ def list_jobs(m: MasterState = Depends(master)) -> list[api.JobInfo]:
     """Running trials, then queued ones in the order the scheduler takes them, each with
     the reason it waits."""
     with m.db.read() as s:
-        return jobs.job_list(m.pools, session=s)
+        problems = {name: m.backend.health_of(name) for name in m.pools}
+        return jobs.job_list(m.pools, session=s, problems=problems)

@@ -23,6 +23,38 @@ def get_master(m: MasterState = Depends(master)) -> api.MasterInfo:
     )
 
 
+@router.get(
+    "/resource-pools", operation_id="list_resource_pools", response_model=list[api.PoolInfo]
+)
+def list_pools(m: MasterState = Depends(master)) -> list[api.PoolInfo]:
+    """Each pool: its backend, slots used of total, scheduler, and whether its engine answers."""
+    with m.db.read() as s:
+        held = s.scalars(
+            select(orm.Trial.slots).where(
+                orm.Trial.state.in_((TrialState.STARTING, TrialState.RUNNING))
+            )
+        ).all()
+    busy = {slot for slots in held for slot in slots or []}
+    pools = []
+    for pool in m.pools.values():
+        problem = m.backend.health_of(pool.name)
+        pools.append(
+            api.PoolInfo(
+                name=pool.name,
+                type=pool.type,
+                description=pool.description,
+                default=pool.name == m.default_pool,
+                slots_total=len(pool.slots),
+                slots_used=len(pool.slot_ids & busy),
+                scheduler=pool.scheduler,
+                preemption=pool.preemption,
+                healthy=problem is None,
+                problem=problem,
+            )
+        )
+    return pools
+
+
 @router.get("/slots", operation_id="list_slots", response_model=list[api.SlotInfo])
 def list_slots(m: MasterState = Depends(master)) -> list[api.SlotInfo]:
     with m.db.read() as s:

@@ -3,6 +3,8 @@ the queue in the order the scheduler takes it (`shipyard job list`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
@@ -73,9 +75,11 @@ def slots_in_use(trials: list[orm.Trial]) -> dict[int, int]:
     return used
 
 
-def job_list(pools: dict[str, Pool], *, session: Session) -> list[api.JobInfo]:
+def job_list(
+    pools: dict[str, Pool], *, session: Session, problems: Mapping[str, str | None] | None = None
+) -> list[api.JobInfo]:
     """Running trials, then queued ones in scheduling order with why each waits, pool by
-    pool."""
+    pool. ``problems``: why a pool's engine cannot run trials now (its trials all wait)."""
     running_rows = holding_with_experiments(session)
     rows = session.execute(
         select(orm.Trial, orm.Experiment)
@@ -108,6 +112,10 @@ def job_list(pools: dict[str, Pool], *, session: Session) -> list[api.JobInfo]:
             reserve=pool.preemption,
             freeing=sum(r.slots for r in in_pool if r.leaving),
         )
+        problem = (problems or {}).get(pool.name)
+        if problem:
+            down = f"its pool {pool.name!r} cannot run trials now: {problem}"
+            order = [(req, down) for req, _reason in order]
         jobs += [(*by_id[req.trial_id], reason) for req, reason in order]
     for trial, exp in sorted(rows, key=lambda row: row[0].id):
         if trial.state in HOLDING:

@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from shipyard.backends.base import Backend
+from shipyard.backends.pooled import PooledBackend
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
@@ -42,7 +42,7 @@ class Orchestrator:
         self,
         settings: Settings,
         db: Database,
-        backend: Backend,
+        backend: PooledBackend,
         hub: SignalHub,
         pools: dict[str, Pool],
     ) -> None:

@@ -9,7 +9,8 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, Slot
+from shipyard.backends.base import Handle, LogSource, RunState, RunStatus, Slot
+from shipyard.backends.pooled import PooledBackend
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.search import ExitReason
 from shipyard.search.registry import full_length
@@ -65,7 +66,7 @@ class Supervisor:
         self,
         settings: Settings,
         db: Database,
-        backend: Backend,
+        backend: PooledBackend,
         hub: SignalHub,
         pools: dict[str, Pool],
     ) -> None:
@@ -141,8 +142,8 @@ class Supervisor:
             ).all()
             for pool in self.pools.values():
                 pool_rows = [(t, e) for t, e in rows if e.resource_pool == pool.name]
-                if not pool_rows:
-                    continue
+                if not pool_rows or self.backend.health_of(pool.name):
+                    continue  # nothing waits, or its engine cannot run trials now
                 requests = [jobs.request_for(t, e, pool) for t, e in pool_rows]
                 free = [slot for slot in pool.slots if slot.id not in busy]
                 placed = scheduler.assign(requests, free, used, reserve=pool.preemption)
