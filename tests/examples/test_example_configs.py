@@ -23,6 +23,9 @@ EXPECTED = {
     ("digits_pytorch", "trainer.yaml"): ("single", 1, "validation_accuracy"),
     ("digits_pytorch", "distributed.yaml"): ("single", 1, "validation_accuracy"),
     ("digits_pytorch", "adaptive.yaml"): ("adaptive_asha", 6, "validation_accuracy"),
+    ("digits_lightning", "const.yaml"): ("single", 1, "validation_accuracy"),
+    ("digits_lightning", "distributed.yaml"): ("single", 1, "validation_accuracy"),
+    ("digits_huggingface", "const.yaml"): ("single", 1, "eval_accuracy"),
 }
 
 
