@@ -33,8 +33,7 @@ from pydantic import (
 )
 
 from shipyard.backends.base import Slot
-from shipyard.backends.local.backend import LocalBackend
-from shipyard.backends.local.options import ContainersConfig
+from shipyard.backends.options import LocalOptions
 from shipyard.backends.pooled import LOCAL, PooledBackend
 from shipyard.backends.registry import check_type, make_backend, options_models
 from shipyard.common.config.resources import DEFAULT_POOL
@@ -111,8 +110,6 @@ class MasterConfig(_Strict):
         default_factory=lambda: [LocalPoolConfig(pool_name=DEFAULT_POOL)], min_length=1
     )
     default_compute_pool: str | None = None
-    # How local pools run trials with an environment.image (docs/backends/containers.md).
-    containers: ContainersConfig = Field(default_factory=ContainersConfig)
 
     @model_validator(mode="after")
     def _names(self) -> MasterConfig:
@@ -256,7 +253,7 @@ def make_backends(config: MasterConfig, local_slots: int | None) -> PooledBacken
     (``local_slots``: the master's --slots)."""
     backends = {}
     if any(p.type == "local" for p in config.resource_pools):
-        backends[LOCAL] = LocalBackend(slots=local_slots, containers=config.containers)
+        backends[LOCAL] = make_backend(LocalOptions(), pool=LOCAL, slots=local_slots)
     for pool in config.resource_pools:
         if pool.type != "local":
             backends[pool.pool_name] = make_backend(pool, pool=pool.pool_name)
