@@ -107,6 +107,7 @@ bench: setup
 	python bench/recovery.py
 	python bench/ddp_overhead.py
 	python bench/trainer_overhead.py
+	python bench/engine_overhead.py
 
 clean:
 	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache

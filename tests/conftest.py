@@ -1,3 +1,9 @@
 """Session-wide test plugins. Fixtures live in tests/fixtures/, one concern a module."""
 
-pytest_plugins = ["tests.fixtures.postgres", "tests.fixtures.small_disk"]
+pytest_plugins = [
+    "tests.fixtures.postgres",
+    "tests.fixtures.small_disk",
+    "tests.fixtures.slurm",
+    "tests.fixtures.containers",
+    "tests.fixtures.ray_cluster",
+]

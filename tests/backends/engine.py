@@ -19,3 +19,5 @@ class Engine:
     make_backend: Callable[[], Backend]
     # A directory the engine's processes can read and write (their working directory).
     workdir: Path
+    # Run the trials in this container image (the container engines); None: on the host.
+    image: str | None = None

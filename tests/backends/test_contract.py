@@ -1,31 +1,48 @@
 """The Backend contract, run against every engine: launch, poll, output, terminate (SIGTERM
 first, SIGKILL after the grace), recover by a new backend instance (a restarted master), and
-a gang of two slots. Each engine is real (local processes, a Slurm cluster, a Ray cluster);
-an engine whose fixture is missing is skipped with the reason."""
+a gang of two slots. Each engine is real (local processes, a Slurm cluster, a Ray cluster,
+Docker and Podman running the trial in a container); an engine whose fixture is missing is
+skipped with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, TrialLaunchSpec
 from tests.backends.engine import Engine
 
-ENGINES = ["local", "slurm", "ray"]
+ENGINES = ["local", "slurm", "ray", "docker", "podman"]
+MARKS = {
+    "slurm": pytest.mark.slurm,
+    "docker": pytest.mark.containers,
+    "podman": pytest.mark.containers,
+}
 TIMEOUT_S = 60.0
 
 
-@pytest.fixture(params=ENGINES)
-def engine(request) -> Engine:
+@pytest.fixture(params=[pytest.param(name, marks=MARKS.get(name, ())) for name in ENGINES])
+def engine(request) -> Iterator[Engine]:
     try:
-        return request.getfixturevalue(f"{request.param}_engine")
+        found: Engine = request.getfixturevalue(f"{request.param}_engine")
     except pytest.FixtureLookupError:
         pytest.skip(f"no {request.param}_engine fixture (the {request.param} backend's tests)")
+    made: list[Backend] = []
+
+    def make_backend() -> Backend:
+        made.append(found.make_backend())
+        return made[-1]
+
+    yield dataclasses.replace(found, make_backend=make_backend)
+    for backend in made:  # their threads and helper processes (the Ray driver) end here
+        backend.close()
 
 
 def launch(engine: Engine, backend: Backend, code: str, slots: int = 1, argv=None):
@@ -35,24 +52,27 @@ def launch(engine: Engine, backend: Backend, code: str, slots: int = 1, argv=Non
     script.write_text(textwrap.dedent(code))
     chosen = backend.capacity()[:slots]
     assert len(chosen) == slots, f"the {engine.name} engine has fewer than {slots} slots"
+    python = "python3" if engine.image else sys.executable  # an image has its own python3
     env = {
-        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
         "PYTHONUNBUFFERED": "1",
         "SHIPYARD_SLOT_IDS": ",".join(s.id for s in chosen),
         "CONTRACT_DIR": str(engine.workdir),
         "CONTRACT_NAME": name,
     }
+    if not engine.image:
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     spec = TrialLaunchSpec(
         trial_id=1,
         run_id=1,
-        argv=argv or [sys.executable, str(script)],
+        argv=argv or [python, str(script)],
         env=env,
         workdir=str(engine.workdir),
         slots=chosen,
         log_path=str(engine.workdir / f"{name}.log"),
+        image=engine.image,
     )
     if argv is not None:
-        spec.argv = [a.replace("{script}", str(script)) for a in argv]
+        spec.argv = [a.replace("{script}", str(script)).replace("{python}", python) for a in argv]
     return backend.launch(spec), name
 
 
@@ -190,13 +210,7 @@ def test_a_two_slot_gang_runs_both_ranks_through_the_launcher(engine):
         print("rank", os.environ["RANK"], "of", os.environ["WORLD_SIZE"], flush=True)
         """,
         slots=2,
-        argv=[
-            sys.executable,
-            "-m",
-            "shipyard.launch.torch_distributed",
-            sys.executable,
-            "{script}",
-        ],
+        argv=["{python}", "-m", "shipyard.launch.torch_distributed", "{python}", "{script}"],
     )
     state = wait_exit(backend, handle)
     text = output(backend, handle)

@@ -403,7 +403,7 @@ def kill9(pid: int) -> bool:
 
 def run_exit_code(master: Master, trial_id: int, run_id: int, timeout: float = 10) -> int:
     """The exit code of one run of a trial, from the file the local backend's wrapper writes
-    when the trial's process ends (137: killed by SIGKILL)."""
+    when the trial's process ends (-9: killed by SIGKILL, as the master reports it)."""
     path = master.home / "logs" / f"trial-{trial_id}-run-{run_id}.exit"
     deadline = time.monotonic() + timeout
     while True:

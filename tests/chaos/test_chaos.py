@@ -97,7 +97,7 @@ def test_trial_processes_killed_at_random_steps(chaos, reference):
         harness.kill9(victim.pid)
         # Count the kill only if it killed: a process already exiting by itself (done)
         # records its own exit code, and then it is no fault.
-        if harness.run_exit_code(run.master, victim.trial_id, victim.run_id) == 137:
+        if harness.run_exit_code(run.master, victim.trial_id, victim.run_id) == -9:
             kills.append((victim.trial_id, victim.run_id, steps))
             faulted.add(victim.trial_id)
     print("kills (trial, run, steps the master had):", kills)

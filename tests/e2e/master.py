@@ -171,3 +171,18 @@ class Master:
             timeout=60,
             env={**os.environ, "COLUMNS": "200"},
         )
+
+
+def two_rank_all_reduce(master: Master, config: str, code_dir: Path) -> dict:
+    """Run a one-trial experiment of trial_code/all_reduce.py on 2 slots and check what a
+    user would: it completes, both ranks summed 1 + 2, each rank's lines are in the logs.
+    Returns the trial."""
+    exp = master.create(config + "max_restarts: 0\n", code_dir)
+    done = master.wait(exp["id"], timeout=90)
+    trial = master.trial(done["trials"][0]["id"])
+    assert done["state"] == "COMPLETED", trial
+    assert master.metrics(trial["id"], "validation", "val_loss") == [(1, 3.0)]  # 1 + 2
+    logs = master.logs(trial["id"])
+    assert "starting 2 rank(s) on cpu0,cpu1: python3 all_reduce.py" in logs
+    assert "rank 0 sum 3" in logs and "rank 1 sum 3" in logs
+    return trial

@@ -31,6 +31,9 @@ class TrialLaunchSpec:
     slots: list[Slot]
     image: str | None = None
     log_path: str | None = None  # where the backend writes the process's output
+    # The experiment's bind_mounts ({host_path, container_path, read_only, propagation}): a
+    # container backend mounts them; a process on the host sees the host's files anyway.
+    bind_mounts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -19,12 +19,23 @@ LOCAL = ""  # the key of the shared local backend (its slot ids have no prefix)
 class PooledBackend(Backend, LogSource):
     name = "pooled"
 
-    def __init__(self, backends: dict[str, Backend]) -> None:
-        """``backends``: pool name -> backend, LOCAL -> the local backend (if any)."""
+    def __init__(
+        self, backends: dict[str, Backend], expected: dict[str, tuple[int, str]] | None = None
+    ) -> None:
+        """``backends``: pool name -> backend, LOCAL -> the local backend (if any).
+        ``expected``: pool name -> (slots, kind) to assume when its engine does not answer
+        now (the pool's configured `slots`), so its trials queue until the engine is back
+        instead of being refused."""
         self._backends = backends
         self._slots: dict[str, tuple[str, Slot]] = {}  # outer slot id -> (key, inner slot)
         for key, backend in backends.items():
-            for slot in backend.capacity():
+            slots = backend.capacity()
+            if not slots and key in (expected or {}):
+                count, kind = (expected or {})[key]
+                slots = [
+                    Slot(f"{kind}{i}", kind, f"{key}: not reached yet", i) for i in range(count)
+                ]
+            for slot in slots:
                 outer = slot.id if key == LOCAL else f"{key}/{slot.id}"
                 self._slots[outer] = (key, slot)
 

@@ -33,7 +33,8 @@ from pydantic import (
 )
 
 from shipyard.backends.base import Slot
-from shipyard.backends.options import LocalOptions
+from shipyard.backends.local.backend import LocalBackend
+from shipyard.backends.local.options import ContainersConfig
 from shipyard.backends.pooled import LOCAL, PooledBackend
 from shipyard.backends.registry import check_type, make_backend, options_models
 from shipyard.common.config.resources import DEFAULT_POOL
@@ -110,6 +111,8 @@ class MasterConfig(_Strict):
         default_factory=lambda: [LocalPoolConfig(pool_name=DEFAULT_POOL)], min_length=1
     )
     default_compute_pool: str | None = None
+    # How local pools run trials with an environment.image (docs/backends/containers.md).
+    containers: ContainersConfig = Field(default_factory=ContainersConfig)
 
     @model_validator(mode="after")
     def _names(self) -> MasterConfig:
@@ -252,9 +255,12 @@ def make_backends(config: MasterConfig, local_slots: int | None) -> PooledBacken
     """One backend per pool that is not local, and one local backend the local pools share
     (``local_slots``: the master's --slots)."""
     backends = {}
+    expected = {}
     if any(p.type == "local" for p in config.resource_pools):
-        backends[LOCAL] = make_backend(LocalOptions(), pool=LOCAL, slots=local_slots)
+        backends[LOCAL] = LocalBackend(slots=local_slots, containers=config.containers)
     for pool in config.resource_pools:
         if pool.type != "local":
             backends[pool.pool_name] = make_backend(pool, pool=pool.pool_name)
-    return PooledBackend(backends)
+            if isinstance(pool.slots, int):
+                expected[pool.pool_name] = (pool.slots, getattr(pool, "slot_type", "gpu"))
+    return PooledBackend(backends, expected)

@@ -5,15 +5,20 @@ pid file exists before the trial runs, so a master that dies before it recorded 
 finds the process again (`find_launch`); the exit file keeps the exit code across a master
 restart, since the process is not the new master's child. User values are passed as
 arguments, never pasted into the script.
+
+A trial with an image runs the same way, with `docker run`/`podman run` as the process
+(containers.py).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +31,42 @@ from shipyard.backends.base import (
     Slot,
     TrialLaunchSpec,
 )
+from shipyard.backends.local import containers
+from shipyard.backends.local.containers import ContainerRuntime
 from shipyard.backends.local.gpus import cpu_slots, detect_gpus
+from shipyard.backends.local.options import ContainersConfig
+from shipyard.backends.logfile import read_lines
 
+# The shell outlives a SIGTERM to the group (`trap : TERM`): the trial, or the container
+# CLI that forwards it, may checkpoint for a while, and the trial counts as running until it
+# really exits. A death by signal N (code 128+N) is recorded as -N, as Popen reports it.
 _WRAPPER = (
-    'echo $$ > "$0.pid.tmp" && mv "$0.pid.tmp" "$0.pid" || exit 125; '
-    '"$@"; code=$?; echo $code > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
+    'trap : TERM; echo $$ > "$0.pid.tmp" && mv "$0.pid.tmp" "$0.pid" || exit 125; '
+    '"$@"; code=$?; rec=$code; [ $code -gt 128 ] && rec=-$((code - 128)); '
+    'echo $rec > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
 )
-_MAX_READ = 1 << 20
 
 
 class LocalBackend(Backend, LogSource):
     name = "local"
 
-    def __init__(self, slots: int | None = None) -> None:
+    def __init__(
+        self,
+        slots: int | None = None,
+        containers: ContainersConfig | None = None,
+        engine_env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``containers``: the master config's section for trials with an image;
+        ``engine_env``: variables for the engine's CLI on top of the master's environment
+        (DOCKER_HOST, CONTAINERS_CONF, ...)."""
         gpus = detect_gpus()
         self._slots = gpus or cpu_slots(slots or os.cpu_count() or 1)
         self._children: dict[int, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._listener = None
+        self._containers = containers or ContainersConfig()
+        self._engine_env = dict(engine_env or {})
+        self._runtime: ContainerRuntime | None = None  # chosen at the first image
 
     def capacity(self) -> list[Slot]:
         return list(self._slots)
@@ -56,13 +79,23 @@ class LocalBackend(Backend, LogSource):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         exit_file = log_path.with_suffix(".exit")
         exit_file.unlink(missing_ok=True)
-        env = dict(spec.env)
-        gpus = [s.index for s in spec.slots if s.kind == "gpu"]
-        if gpus:
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
+        extra: dict[str, Any] = {}
+        if spec.image:
+            launch = containers.prepare(
+                self._container_runtime(), spec, exit_file, self._containers.extra_run_args
+            )
+            # Kept next to the pid file: a master that dies before recording the handle
+            # still finds the container (find_launch).
+            Path(f"{exit_file}.container").write_text(json.dumps(launch.data))
+            argv, env, extra = launch.argv, launch.cli_env, launch.data
+        else:
+            argv, env = spec.argv, dict(spec.env)
+            gpus = [s.index for s in spec.slots if s.kind == "gpu"]
+            if gpus:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                ["/bin/sh", "-c", _WRAPPER, str(exit_file), *spec.argv],
+                ["/bin/sh", "-c", _WRAPPER, str(exit_file), *argv],
                 cwd=spec.workdir,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -79,8 +112,24 @@ class LocalBackend(Backend, LogSource):
             "start_time": start_time,
             "exit_file": str(exit_file),
             "log_path": str(log_path),
+            **extra,
         }
         return Handle(backend=self.name, data=data)
+
+    def _container_runtime(self) -> ContainerRuntime:
+        if self._runtime is None:
+            self._runtime = ContainerRuntime.choose(self._containers, self._engine_env)
+        return self._runtime
+
+    def _remove_container(self, handle: Handle) -> None:
+        """Kill and remove the trial's container, if it has one: a SIGKILL to the CLI would
+        leave it running."""
+        container = handle.data.get("container")
+        if not container:
+            return
+        runtime = ContainerRuntime.named(container["runtime"], self._engine_env)
+        if runtime is not None:
+            runtime.remove(container["name"])
 
     def _wait(self, proc: subprocess.Popen) -> None:
         proc.wait()
@@ -116,6 +165,8 @@ class LocalBackend(Backend, LogSource):
             deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and _group_alive(pid):
                 time.sleep(0.05)
+            if _group_alive(pid):
+                self._remove_container(handle)
             _killpg(pid, signal.SIGKILL)
 
         threading.Thread(target=escalate, daemon=True).start()
@@ -124,6 +175,10 @@ class LocalBackend(Backend, LogSource):
         """Kill whatever is left of the trial's process group (a trial that ignored SIGTERM,
         background children of one that exited), so its slots are really free."""
         _killpg(handle.data["pid"], signal.SIGKILL)
+        self._remove_container(handle)
+        container = handle.data.get("container")
+        if container:
+            Path(container["env_file"]).unlink(missing_ok=True)
 
     def find_launch(self, log_path: str) -> Handle | None:
         """The trial launched with this log path, if its wrapper is running or ran."""
@@ -138,6 +193,10 @@ class LocalBackend(Backend, LogSource):
             "exit_file": str(exit_file),
             "log_path": log_path,
         }
+        try:  # a container's name and runtime, written before it started
+            data.update(json.loads(Path(f"{exit_file}.container").read_text()))
+        except (OSError, ValueError):
+            pass
         return self.recover(data)
 
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
@@ -149,21 +208,7 @@ class LocalBackend(Backend, LogSource):
         return handle
 
     def read_output(self, handle: Handle, offset: int, final: bool = False) -> tuple[bytes, int]:
-        try:
-            with open(handle.data["log_path"], "rb") as f:
-                f.seek(offset)
-                chunk = f.read(_MAX_READ)
-        except FileNotFoundError:
-            return b"", offset
-        if not final:
-            # Keep a partial last line for the next read; a full window without any newline
-            # (a progress bar redrawn with \r) is taken whole rather than re-read forever.
-            end = chunk.rfind(b"\n")
-            if end >= 0:
-                chunk = chunk[: end + 1]
-            elif len(chunk) < _MAX_READ:
-                chunk = b""
-        return chunk, offset + len(chunk)
+        return read_lines(handle.data["log_path"], offset, final)
 
 
 def _start_time(pid: int) -> int | None:

@@ -16,3 +16,11 @@ class RayOptions(BackendOptions, SlotTypeOption):
     # A multi-slot trial is one placement group of one bundle per slot.
     placement_strategy: Literal["STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD"] = "STRICT_PACK"
     namespace: str = Field(default="shipyard", min_length=1)
+    # Added for the backend (docs/backends/ray.md):
+    # Where a node unpacks a trial's code and writes its output; None: the node's temp dir.
+    work_root: str | None = None
+    # A trial whose cluster stops answering is reported RUNNING (it may well be) for this
+    # long, then LOST, so the master restarts it from its checkpoint elsewhere.
+    lost_after_s: float = Field(default=600.0, gt=0)
+    # The largest code directory shipped to a node with each run (tar.gz, in MB).
+    max_code_mb: float = Field(default=100.0, gt=0)

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from shipyard.common import api
 from shipyard.common.config import load_config, validate_context
-from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound
+from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound, NotSupportedYet
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
@@ -46,6 +46,7 @@ def create(
     config = cfg.to_json_dict()
     _check_lengths(config)
     pool = _pool_for(config["resources"], pools, default_pool)
+    _check_image_runs_in(pools[pool], config)
     seed = config.get("reproducibility", {}).get("experiment_seed")
     if seed is None:
         seed = secrets.randbelow(2**31)
@@ -97,6 +98,22 @@ def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str
             ],
         )
     return name
+
+
+def _check_image_runs_in(pool: Pool, config: dict) -> None:
+    """Only local pools run containers so far: say so at submit, not at each launch."""
+    if pool.type != "local" and (config.get("environment") or {}).get("image"):
+        raise NotSupportedYet(
+            f"containers are not supported yet in a {pool.type} pool",
+            [
+                {
+                    "path": "environment.image",
+                    "message": f"resource pool {pool.name!r} is a {pool.type} pool, which "
+                    "runs trials without containers: not supported yet; remove "
+                    "environment.image or use a local pool",
+                }
+            ],
+        )
 
 
 _MAX_LENGTHS = {"name": 256, "workspace": 128, "project": 128}  # the columns' sizes

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from shipyard.backends.base import Slot, TrialLaunchSpec
+from shipyard.common.errors import ConfigError
 from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.services.contexts import unpack_context
@@ -63,6 +64,23 @@ def _base_env() -> dict[str, str]:
     return env
 
 
+def choose_image(image: str | dict | None, slots: list[Slot]) -> str | None:
+    """The image to run on these slots: Determined's per-device map gives `cpu` to CPU
+    slots and `cuda` (or its old name `gpu`) to GPU slots."""
+    if image is None or isinstance(image, str):
+        return image
+    kind = "gpu" if any(s.kind == "gpu" for s in slots) else "cpu"
+    keys = ("cuda", "gpu") if kind == "gpu" else ("cpu",)
+    for key in keys:
+        if image.get(key):
+            return image[key]
+    named = ", ".join(k for k, v in image.items() if v) or "none"
+    raise ConfigError(
+        f"environment.image has no image for {kind} slots: set environment.image.{keys[0]} "
+        f"(it names {named})"
+    )
+
+
 def _optional(value: int | None) -> str:
     return "" if value is None else str(value)
 
@@ -82,7 +100,9 @@ def build_spec(
     settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
 ) -> TrialLaunchSpec:
     config = exp.config
-    env = _base_env()
+    image = choose_image(config.get("environment", {}).get("image"), slots)
+    # A container has its image's environment, not the master's.
+    env = {"PYTHONUNBUFFERED": "1"} if image else _base_env()
     env.update(
         {
             str(k): str(v)
@@ -115,7 +135,6 @@ def build_spec(
             "SHIPYARD_SIZE": "1",
         }
     )
-    image = config.get("environment", {}).get("image")
     return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
@@ -123,6 +142,7 @@ def build_spec(
         env=env,
         workdir=str(_workdir(settings, exp, trial)),
         slots=slots,
-        image=image if isinstance(image, str) else None,
+        image=image,
         log_path=run_log_path(settings, trial),
+        bind_mounts=list(config.get("bind_mounts") or []),
     )

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from shipyard.backends.base import Handle, LogSource, RunState, RunStatus, Slot
 from shipyard.backends.pooled import PooledBackend
+from shipyard.common.errors import ConfigError
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.search import ExitReason
 from shipyard.search.registry import full_length
@@ -219,7 +220,14 @@ class Supervisor:
             handle = self.backend.launch(build_spec(self.settings, exp, trial, slots))
         except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
             log.exception("launching trial %s failed", trial.id)
-            self._on_exit(trial.id, RunState(RunStatus.LOST), reason=f"launch failed: {exc}")
+            # A request the backend can never run (not supported, bad settings) fails the
+            # same way on every restart: the trial ends at once instead.
+            self._on_exit(
+                trial.id,
+                RunState(RunStatus.LOST),
+                reason=f"launch failed: {exc}",
+                can_restart=not isinstance(exc, ConfigError),
+            )
             return None
         self.handles[trial.id] = handle
         self.offsets[trial.id] = 0
@@ -236,7 +244,14 @@ class Supervisor:
                 ended += 1
         return ended
 
-    def _on_exit(self, trial_id: int, state: RunState, reason: str | None = None) -> None:
+    def _on_exit(
+        self,
+        trial_id: int,
+        state: RunState,
+        reason: str | None = None,
+        *,
+        can_restart: bool = True,
+    ) -> None:
         handle = self.handles.pop(trial_id, None)
         if handle is not None:
             self.backend.release(handle)
@@ -301,14 +316,18 @@ class Supervisor:
                 trial.preempt_deadline = None
                 paused = ExperimentState(exp.state) == ExperimentState.PAUSED
                 trial.state = TrialState.PAUSED if paused else TrialState.QUEUED
-            elif trial.restarts < max_restarts:
+            elif can_restart and trial.restarts < max_restarts:
                 trial.restarts += 1
                 trial.state = TrialState.QUEUED
                 outcome = f"restart {trial.restarts} of {max_restarts}"
                 trial.exit_reason = f"{reason}; {outcome}"
             else:
                 trial.state = TrialState.ERRORED
-                outcome = f"no restarts left (max_restarts: {max_restarts})"
+                outcome = (
+                    f"no restarts left (max_restarts: {max_restarts})"
+                    if can_restart
+                    else "not restarted: it would fail the same way"
+                )
                 trial.exit_reason = f"{reason}; {outcome}"
                 s.add(searching.exit_event(trial, ExitReason.ERRORED))
             _end_run(s, trial, f"{reason}; {outcome}")

@@ -1,0 +1,175 @@
+"""What runs on a Ray node: the trial's actor (one detached, named actor per run) and the
+small functions that read a run's files on its node after the actor is gone.
+
+The actor starts the trial in ``start()`` (an error in an actor's ``__init__`` kills it with
+a core dump) through keeper.py, which takes the trial's process group down if the actor's
+worker dies. The run's output and exit code are files on the node, so they outlive the
+actor: the driver kills the actor as soon as the exit is known (it frees the run's slots),
+and reads what is left with a task pinned to the node (`read_file`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from shipyard.backends.ray import keeper, payload
+
+MAX_READ = 1 << 20
+
+
+def run_dir(work_root: str | None, namespace: str, pool: str, trial_id: int) -> Path:
+    root = Path(work_root or Path(tempfile.gettempdir()) / "shipyard-ray")
+    return root / namespace / pool / f"trial-{trial_id}"
+
+
+class TrialRunner:
+    """A Ray actor class (the driver applies ray.remote): one trial run on one node."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._exit_file: Path | None = None
+        self._log_path: Path | None = None
+        self._lock = threading.Lock()
+
+    def start(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Unpack the code and start the trial; returns where it runs."""
+        import ray  # only on the node: the module is also imported by the driver
+
+        base = run_dir(spec["work_root"], spec["namespace"], spec["pool"], spec["trial_id"])
+        code_dir = base / "code"
+        payload.unpack(spec["code"], str(code_dir))
+        # The launch's own token: a run relaunched under the same name never reads the files
+        # of an earlier one.
+        run = f"{spec['run_id']}-{spec['token']}"
+        self._log_path = base / f"run-{run}.log"
+        self._exit_file = base / f"run-{run}.exit"
+        self._exit_file.unlink(missing_ok=True)
+        env = dict(spec["env"])
+        if spec.get("config") is not None:
+            config_file = base / f"run-{run}.config.json"
+            config_file.write_bytes(spec["config"])
+            env["SHIPYARD_EXPERIMENT_CONFIG"] = str(config_file)
+        env["SHIPYARD_SLOT_IDS"] = ",".join(_slot_ids(spec["slot_kind"], spec["slots"]))
+        if spec["slot_kind"] == "gpu":
+            env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        # Started and waited for by a thread of its own: the keeper's PR_SET_PDEATHSIG fires
+        # when the thread that forked it ends, and Ray's call threads are not ours to keep.
+        started = threading.Event()
+        failure: list[BaseException] = []
+        threading.Thread(
+            target=self._run, args=(spec["argv"], code_dir, env, started, failure), daemon=True
+        ).start()
+        started.wait()
+        if failure:
+            raise failure[0]
+        assert self._proc is not None
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "worker_pid": os.getpid(),
+            "pid": self._proc.pid,
+            "cwd": str(code_dir),
+            "log": str(self._log_path),
+            "exit_file": str(self._exit_file),
+        }
+
+    def _run(self, argv, cwd, env, started: threading.Event, failure: list) -> None:
+        assert self._log_path is not None and self._exit_file is not None
+        try:
+            with open(self._log_path, "ab") as out:
+                self._proc = subprocess.Popen(
+                    [sys.executable, keeper.__file__, *argv],
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # the keeper leads the trial's process group
+                )
+        except BaseException as exc:  # noqa: BLE001 - handed to start()
+            failure.append(exc)
+            return
+        finally:
+            started.set()
+        code = self._proc.wait()
+        code = 128 - code if code < 0 else code  # the keeper itself killed by a signal
+        tmp = self._exit_file.with_suffix(".tmp")
+        tmp.write_text(f"{code}\n")
+        os.replace(tmp, self._exit_file)
+
+    def poll(self) -> int | None:
+        """The exit code once the trial ended (and is recorded on the node), else None."""
+        assert self._exit_file is not None
+        return read_exit(str(self._exit_file))
+
+    def read_log(self, offset: int) -> tuple[int, bytes]:
+        assert self._log_path is not None
+        return read_file(str(self._log_path), offset)
+
+    def terminate(self, grace_s: float) -> None:
+        """SIGTERM to the trial's group, SIGKILL after the grace; returns at once."""
+        assert self._proc is not None
+        proc = self._proc
+        _killpg(proc.pid, signal.SIGTERM)
+
+        def escalate() -> None:
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            _killpg(proc.pid, signal.SIGKILL)  # also ranks left behind by the keeper
+
+        threading.Thread(target=escalate, daemon=True).start()
+
+    def kill(self) -> int | None:
+        """SIGKILL to whatever is left of the trial's group; its exit code."""
+        if self._proc is None:
+            return None
+        _killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+        return self.poll()
+
+
+def _slot_ids(kind: str, count: int) -> list[str]:
+    if kind == "gpu":
+        # Ray chose the devices: a gpu slot id's number is the CUDA device it pins.
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return [f"gpu{d.strip()}" for d in visible.split(",") if d.strip()]
+    return [f"cpu{i}" for i in range(count)]
+
+
+def read_exit(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_file(path: str, offset: int) -> tuple[int, bytes]:
+    """Bytes of a node's file from offset (at most MAX_READ) and the new offset."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read(MAX_READ)
+    except FileNotFoundError:
+        return offset, b""
+    return offset + len(data), data
+
+
+def read_run_files(log: str, offset: int, exit_file: str) -> tuple[int, bytes, int | None]:
+    """For a task pinned to the run's node after its actor is gone."""
+    new_offset, data = read_file(log, offset)
+    return new_offset, data, read_exit(exit_file)
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,59 @@
+"""The pool's slots from its partition's nodes (sinfo): CPUs, or GPUs of the pool's gres."""
+
+from __future__ import annotations
+
+import re
+
+from shipyard.backends.base import Slot
+from shipyard.backends.slurm.commands import SlurmCommandError, SlurmCommands
+from shipyard.backends.slurm.options import SlurmOptions
+
+# One gres of a node in sinfo's %G: "gpu:2", "gpu:a100:4", "gpu:a100:4(S:0-1)".
+_GRES_ENTRY = re.compile(r"([A-Za-z0-9_.-]+)(?::([A-Za-z0-9_.-]+))?:(\d+)")
+
+
+def slots_per_node(commands: SlurmCommands, options: SlurmOptions) -> dict[str, int]:
+    """Each node of the pool's partition (the cluster's default one if none is set) and the
+    slots it has. SlurmCommandError if sinfo fails or the partition has no nodes."""
+    # Every partition, not just ours: a wrong name is then told which ones exist.
+    out = commands.run("sinfo", "--noheader", "--Node", "--format=%N|%P|%c|%G")
+    rows = [r for r in (line.split("|") for line in out.splitlines()) if len(r) == 4]
+    if options.partition:
+        chosen = [r for r in rows if r[1].rstrip("*") == options.partition]
+        where = f"partition {options.partition!r}"
+    else:
+        chosen = [r for r in rows if r[1].endswith("*")]  # sinfo marks the default with *
+        where = "the default partition"
+    if not chosen:
+        known = sorted({r[1].rstrip("*") for r in rows}) or ["none"]
+        raise SlurmCommandError(
+            f"Slurm has no nodes in {where} (partitions: {', '.join(known)}); "
+            "set `partition` in the pool"
+        )
+    nodes: dict[str, int] = {}
+    for node, _partition, cpus, gres in chosen:
+        if options.slot_type == "cpu":
+            nodes[node] = int(cpus.rstrip("+")) if cpus.rstrip("+").isdigit() else 0
+        else:
+            nodes[node] = gres_count(gres, options.gres)
+    return nodes
+
+
+def gres_count(node_gres: str, wanted: str) -> int:
+    """How many of ``wanted`` ("gpu", or "gpu:a100" for one type) a node's gres has."""
+    name, _, kind = wanted.partition(":")
+    total = 0
+    for entry in _GRES_ENTRY.finditer(node_gres):
+        if entry.group(1) == name and (not kind or entry.group(2) == kind):
+            total += int(entry.group(3))
+    return total
+
+
+def make_slots(nodes: dict[str, int], options: SlurmOptions) -> list[Slot]:
+    """Slot ids count the partition's slots: "cpu0".."cpuN-1" or "gpu0"..; where a trial's
+    processes run is Slurm's choice (the job learns its devices on the node)."""
+    device = f"slurm:{options.partition or 'default'}"
+    kind = options.slot_type
+    return [
+        Slot(id=f"{kind}{i}", kind=kind, device=device, index=i) for i in range(sum(nodes.values()))
+    ]

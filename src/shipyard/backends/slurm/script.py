@@ -1,0 +1,187 @@
+"""A trial as a Slurm batch job: the files next to its log, the batch script, sbatch's arguments.
+
+The script runs on the node: it exports the trial's environment, names the slots Slurm gave
+(SHIPYARD_SLOT_IDS), runs the trial's argv in its working dir and writes the exit code to a
+file, which survives a restart of the master and outlives Slurm's memory of the job. Every
+user value is shell-quoted; the script is mode 0600 because the environment may hold secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shipyard.backends.base import TrialLaunchSpec
+from shipyard.backends.slurm.options import SlurmOptions
+
+# Exit code of a run whose script could not start the trial (no working dir, no GPUs).
+EXIT_SETUP = 125
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The job's own view of the node: Slurm sets these for what it allocated, the master's
+# values are of another machine. SHIPYARD_SLOT_IDS is computed on the node.
+_NODE_OWNED = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES")
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """The files of one run, next to its log (on a file system the nodes share)."""
+
+    log: Path
+    script: Path
+    exit: Path  # the exit code, written by the script when the trial ends
+    preempted: Path  # why Slurm took the job back (requeue), written once it is known
+    job_id: Path  # the job id: finds a job the master submitted but never recorded
+
+    @classmethod
+    def for_log(cls, log_path: str) -> JobFiles:
+        log = Path(log_path)
+        return cls(
+            log=log,
+            script=log.with_suffix(".sbatch"),
+            exit=log.with_suffix(".exit"),
+            preempted=log.with_suffix(".preempted"),
+            job_id=log.with_suffix(".jobid"),
+        )
+
+    def exit_code(self) -> int | None:
+        return _read_int(self.exit)
+
+    def recorded_job_id(self) -> int | None:
+        return _read_int(self.job_id)
+
+    def preempted_reason(self) -> str | None:
+        try:
+            return self.preempted.read_text().strip() or None
+        except OSError:
+            return None
+
+    def handle_data(self, job_id: int) -> dict[str, Any]:
+        return {
+            "job_id": job_id,
+            "log_path": str(self.log),
+            "exit_file": str(self.exit),
+            "script": str(self.script),
+        }
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)  # O_CREAT's mode does not apply to a file left by a failed attempt
+    os.replace(tmp, path)
+
+
+def batch_script(spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions) -> str:
+    q = shlex.quote
+    exports, skipped = [], []
+    for key, value in spec.env.items():
+        if key in _NODE_OWNED or key == "SHIPYARD_SLOT_IDS" or key.startswith("SLURM_"):
+            continue
+        if _NAME.match(key):
+            exports.append(f"export {key}={q(value)}")
+        else:
+            skipped.append(key)
+    lines = [
+        "#!/bin/sh",
+        f"# Shipyard trial {spec.trial_id}, run {spec.run_id}, written by the Slurm backend.",
+        "# It holds the trial's environment, which may hold secrets: keep it private (0600).",
+        f"exit_file={q(str(files.exit))}",
+        "record() {",
+        '    echo "$1" > "$exit_file.tmp" && mv -f "$exit_file.tmp" "$exit_file"',
+        "}",
+        "# Slurm requeued the job (preemption, node failure, scontrol requeue): this copy would",
+        "# run with a stale environment. Shipyard restarts the trial from its checkpoint itself.",
+        'if [ "${SLURM_RESTART_COUNT:-0}" != 0 ]; then',
+        '    echo "[shipyard] Slurm requeued job $SLURM_JOB_ID: this copy does not run the'
+        ' trial; Shipyard restarts it from its latest checkpoint" >&2',
+        f'    echo "Slurm requeued job $SLURM_JOB_ID" > {q(str(files.preempted) + ".tmp")}'
+        f" && mv -f {q(str(files.preempted) + '.tmp')} {q(str(files.preempted))}",
+        "    exit 0",
+        "fi",
+        f'echo "$SLURM_JOB_ID" > {q(str(files.job_id) + ".tmp")}'
+        f" && mv -f {q(str(files.job_id) + '.tmp')} {q(str(files.job_id))}",
+        *exports,
+    ]
+    if skipped:
+        lines.append(f"# not exported (not shell names): {' '.join(sorted(skipped))}")
+    lines += _slot_ids(len(spec.slots), options)
+    lines += [
+        "export SHIPYARD_SLOT_IDS",
+        f"cd {q(spec.workdir)} || {{ record {EXIT_SETUP}; exit {EXIT_SETUP}; }}",
+        "# scancel --signal=TERM --full signals the trial itself; the script lives on to",
+        "# record how the trial ended.",
+        "trap : TERM",
+        # As arguments, never as shell words: an argv[0] like A=1 is a command, not a variable.
+        f"set -- {shlex.join(spec.argv)}",
+        '"$@"',
+        "code=$?",
+        'record "$code"',
+        'exit "$code"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _slot_ids(count: int, options: SlurmOptions) -> list[str]:
+    """Shell lines that set SHIPYARD_SLOT_IDS to what Slurm gave: N CPUs are cpu0..cpuN-1;
+    GPUs are gpu<d> for each device d of the job's CUDA_VISIBLE_DEVICES (the CUDA index the
+    launcher pins each rank to)."""
+    if options.slot_type == "cpu":
+        return ["SHIPYARD_SLOT_IDS=" + ",".join(f"cpu{i}" for i in range(count))]
+    missing = (
+        f"[shipyard] Slurm set no CUDA_VISIBLE_DEVICES for this job (--gres={options.gres}:"
+        f"{count}): check the node's gres.conf"
+    )
+    return [
+        'if [ -z "${CUDA_VISIBLE_DEVICES:-}" ]; then',
+        f"    echo {shlex.quote(missing)} >&2",
+        f"    record {EXIT_SETUP}; exit {EXIT_SETUP}",
+        "fi",
+        "SHIPYARD_SLOT_IDS=$(printf '%s' \"$CUDA_VISIBLE_DEVICES\" | sed 's/[^,][^,]*/gpu&/g')",
+    ]
+
+
+def sbatch_args(spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions) -> list[str]:
+    """sbatch's arguments: one task on one node with the trial's slots, its output appended
+    to the run's log, requeue allowed (Slurm may preempt it); the pool's options, then its
+    extra sbatch_args (last, so they win), then the script."""
+    count = len(spec.slots)
+    args = [
+        "--parsable",
+        f"--job-name=shipyard-trial-{spec.trial_id}-run-{spec.run_id}",
+        f"--output={_no_patterns(str(files.log))}",
+        "--open-mode=append",
+        "--nodes=1",
+        "--ntasks=1",
+        "--requeue",
+    ]
+    if options.slot_type == "cpu":
+        args.append(f"--cpus-per-task={count}")
+    else:
+        args.append(f"--gres={options.gres}:{count}")
+    for flag, value in (
+        ("--partition", options.partition),
+        ("--account", options.account),
+        ("--qos", options.qos),
+        ("--time", options.time_limit),
+    ):
+        if value is not None:
+            args.append(f"{flag}={value}")
+    return [*args, *options.sbatch_args, str(files.script)]
+
+
+def _no_patterns(path: str) -> str:
+    """sbatch expands %j, %x, ... in --output: a literal % is written %%."""
+    return path.replace("%", "%%")

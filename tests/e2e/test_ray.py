@@ -1,0 +1,176 @@
+"""A real master with a Ray pool (docs/backends/ray.md's master.yaml) on the test session's Ray
+head: a random search runs its trials as Ray actors, a two-slot trial runs its ranks in one
+actor, a killed Ray worker restarts its trial from the checkpoint, a restarted master
+re-attaches a running trial, and a cluster that does not answer leaves the master running
+with the reason on its pool and its waiting trials."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.doc_blocks import block_with
+from tests.e2e.master import Master, two_rank_all_reduce
+from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
+
+pytestmark = pytest.mark.ray
+
+CODE = Path(__file__).parent / "trial_code"
+SINGLE = "{name: single, metric: val_loss}"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "backends" / "ray.md"
+
+
+def doc_block(needle: str) -> str:
+    return block_with(DOC, needle)
+
+
+def doc_master_config(address: str) -> str:
+    block = doc_block("master.yaml")
+    assert "address: 10.0.0.5:6379" in block
+    return block.replace("10.0.0.5:6379", address)
+
+
+@pytest.fixture(scope="module")
+def master(ray_cluster: RayCluster, tmp_path_factory) -> Iterator[Master]:
+    home = tmp_path_factory.mktemp("ray-master") / "home"
+    m = Master(home, config=doc_master_config(ray_cluster.address)).start()
+    yield m
+    m.stop()
+
+
+def steps_config(name: str, hparams: str, searcher: str, pool: str = "ray") -> str:
+    return f"""
+name: {name}
+entrypoint: python3 steps.py
+hyperparameters: {hparams}
+searcher: {searcher}
+resources: {{resource_pool: {pool}}}
+"""
+
+
+def start_trial(master: Master, name: str, hparams: str, steps: int) -> tuple[dict, int]:
+    """A one-trial experiment on the Ray pool, once it has trained ``steps`` steps."""
+    exp = master.create(steps_config(name, hparams, SINGLE), CODE)
+    trials = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")
+    trial_id = trials[0]["id"]
+    master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= steps, what="steps")
+    return exp, trial_id
+
+
+def keeper_of(trial_id: int) -> tuple[int, int]:
+    """(keeper pid, its parent: the Ray worker running the trial's actor)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if b"ray/keeper.py" in cmdline and f"SHIPYARD_TRIAL_ID={trial_id}".encode() in environ:
+            return int(entry.name), int(stat[1])
+    raise AssertionError(f"no keeper process of trial {trial_id}")
+
+
+def test_a_random_search_runs_its_trials_as_ray_actors(master):
+    pools = {p["name"]: p for p in json.loads(master.cli("pool", "list", "--json").stdout)}
+    assert (pools["ray"]["type"], pools["ray"]["slots_total"]) == ("ray", HEAD_CPUS)
+    assert (pools["ray"]["healthy"], pools["ray"]["problem"]) == (True, None)
+    exp = master.create(
+        steps_config(
+            "ray-random",
+            "{x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}",
+            "{name: random, metric: val_loss, max_trials: 4, max_concurrent_trials: 4}",
+        )
+        + "max_restarts: 0\n",
+        CODE,
+    )
+    done = master.wait(exp["id"], timeout=90)
+    assert done["state"] == "COMPLETED"
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 4
+    for summary in done["trials"]:
+        trial = master.trial(summary["id"])
+        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 7))
+        assert [s for s, _ in master.metrics(trial["id"], "validation", "val_loss")] == [3, 6]
+        [run] = trial["runs"]
+        assert run["slots"][0].startswith("ray/cpu")
+        assert run["ended_how"] == "exited with code 0; completed"
+        assert run["environment"]["actor"] == f"shipyard-ray-trial-{trial['id']}-run-1"
+        assert "finished" in master.logs(trial["id"])
+
+
+@pytest.mark.torch
+def test_a_two_slot_trial_runs_its_ranks_in_one_actor(master):
+    config = doc_block("name: on-ray").replace("python3 train.py", "python3 all_reduce.py")
+    two_rank_all_reduce(master, config, CODE)
+
+
+def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
+    exp, trial_id = start_trial(
+        master, "ray-killed", "{steps: 40, ckpt_every: 5, sleep: 0.1}", steps=12
+    )
+    keeper, worker = keeper_of(trial_id)
+    os.kill(worker, signal.SIGKILL)
+
+    assert master.wait(exp["id"], timeout=90)["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 2 and trial["state"] == "COMPLETED"
+    assert not Path(f"/proc/{keeper}").exists(), "the first run's processes outlived the worker"
+    logs = master.logs(trial_id)
+    resumed = int(next(line for line in logs if line.startswith("resumed from step")).split()[-1])
+    assert resumed >= 10
+    # One loss a step, none lost or doubled; those after the checkpoint from the rerun.
+    losses = master.metrics(trial_id, "training", "loss")
+    assert [s for s, _ in losses] == list(range(1, 41))
+    runs = dict(master.metrics(trial_id, "training", "run"))
+    assert runs[resumed + 1] == 2 and runs[40] == 2
+
+
+def test_a_restarted_master_reattaches_a_running_ray_trial(master):
+    exp, trial_id = start_trial(
+        master, "ray-reattach", "{steps: 30, ckpt_every: 5, sleep: 0.2}", steps=3
+    )
+    keeper, _ = keeper_of(trial_id)
+    master.stop()
+    master.start()
+    assert master.wait(exp["id"], timeout=90)["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 1, trial["runs"]  # the same actor, never relaunched
+    assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, 31))
+    assert not any(line.startswith("resumed from step") for line in master.logs(trial_id))
+    assert not Path(f"/proc/{keeper}").exists()
+
+
+def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path):
+    dead = f"127.0.0.1:{free_port()}"
+    m = Master(tmp_path / "home", config=doc_master_config(dead)).start()
+    try:
+        pools = {p["name"]: p for p in json.loads(m.cli("pool", "list", "--json").stdout)}
+        assert pools["default"]["healthy"] and pools["default"]["slots_total"] == 2
+        ray = pools["ray"]
+        # its configured `slots: 4`, until the cluster answers
+        assert (ray["healthy"], ray["slots_total"]) == (False, 4)
+        assert ray["problem"].startswith(f"Ray cluster at {dead} does not answer: "), ray
+        # A trial for it is accepted and waits, saying why.
+        waiting = m.create(steps_config("to-dead", "{steps: 2}", SINGLE), CODE)
+        jobs = m.wait_for(
+            lambda: json.loads(m.cli("job", "list", "--json").stdout), what="the queued trial"
+        )
+        (job,) = [j for j in jobs if j["experiment_id"] == waiting["id"]]
+        assert job["state"] == "QUEUED", job
+        assert job["reason"].startswith(
+            f"its pool 'ray' cannot run trials now: Ray cluster at {dead}"
+        )
+        local = m.create(
+            steps_config("local", "{steps: 4, ckpt_every: 2}", SINGLE, "default"),
+            CODE,
+        )
+        assert m.wait(local["id"], timeout=60)["state"] == "COMPLETED"
+    finally:
+        m.stop()

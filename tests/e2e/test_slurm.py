@@ -1,0 +1,162 @@
+"""A real master with a Slurm pool (docs/backends/slurm.md's master.yaml) on the test session's
+one-node cluster: a random search runs its trials as Slurm jobs, a two-slot trial runs its
+ranks in one job, a job Slurm requeues resumes from its checkpoint, and a cluster that does
+not answer leaves the master running with the reason on its pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.doc_blocks import block_with
+from tests.e2e.master import Master, two_rank_all_reduce
+from tests.fixtures.slurm import NODE_CPUS, SlurmCluster
+
+pytestmark = pytest.mark.slurm
+
+CODE = Path(__file__).parent / "trial_code"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "backends" / "slurm.md"
+
+
+def doc_block(needle: str) -> str:
+    return block_with(DOC, needle)
+
+
+def doc_master_config(cluster: SlurmCluster) -> str:
+    """The doc's master.yaml, pointed at the test cluster (its conf, its partition)."""
+    block = doc_block("master.yaml")
+    assert "slurm_conf: /etc/slurm/slurm.conf" in block and "partition: batch" in block
+    return block.replace("/etc/slurm/slurm.conf", str(cluster.conf)).replace(
+        "partition: batch", "partition: debug"
+    )
+
+
+@pytest.fixture(scope="module")
+def master(slurm_cluster, tmp_path_factory) -> Iterator[Master]:
+    home = tmp_path_factory.mktemp("slurm-master") / "home"
+    m = Master(home, config=doc_master_config(slurm_cluster)).start()
+    yield m
+    m.stop()
+
+
+def slurm_jobs(cluster: SlurmCluster) -> dict[str, str]:
+    """Every job of the cluster's completion log: name -> how it ended."""
+    out = cluster.run("sacct", "-c", "--noheader", "--parsable2", "--format=jobname,state")
+    return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+
+
+def steps_config(name: str, hparams: str, searcher: str) -> str:
+    return f"""
+name: {name}
+entrypoint: python3 steps.py
+hyperparameters: {hparams}
+searcher: {searcher}
+resources: {{resource_pool: slurm}}
+max_restarts: 0
+"""
+
+
+def test_a_random_search_runs_its_trials_as_slurm_jobs(master, slurm_cluster):
+    pools = {p["name"]: p for p in master.http.get("/resource-pools").json()}
+    assert (pools["slurm"]["type"], pools["slurm"]["slots_total"]) == ("slurm", NODE_CPUS)
+    assert (pools["slurm"]["healthy"], pools["slurm"]["problem"]) == (True, None)
+    exp = master.create(
+        steps_config(
+            "slurm-random",
+            "{x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}",
+            "{name: random, metric: val_loss, max_trials: 4, max_concurrent_trials: 4}",
+        ),
+        CODE,
+    )
+    done = master.wait(exp["id"], timeout=60)
+    assert done["state"] == "COMPLETED"
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 4
+    jobs = slurm_jobs(slurm_cluster)
+    for summary in done["trials"]:
+        trial = master.trial(summary["id"])
+        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 7))
+        assert [s for s, _ in master.metrics(trial["id"], "validation", "val_loss")] == [3, 6]
+        [run] = trial["runs"]
+        assert run["slots"][0].startswith("slurm/cpu") and run["ended_how"] == (
+            "exited with code 0; completed"
+        )
+        assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
+        assert "finished" in master.logs(trial["id"])
+
+
+@pytest.mark.torch
+def test_a_two_slot_trial_runs_its_ranks_in_one_slurm_job(master, slurm_cluster):
+    # The doc's experiment, with a training script of the tests' own.
+    config = doc_block("name: on-slurm").replace("python3 train.py", "python3 all_reduce.py")
+    trial = two_rank_all_reduce(master, config, CODE)
+    jobs = slurm_jobs(slurm_cluster)
+    assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
+
+
+def test_a_job_slurm_requeues_resumes_from_its_checkpoint(master, slurm_cluster):
+    exp = master.create(
+        steps_config(
+            "slurm-requeued",
+            "{steps: 40, ckpt_every: 5, sleep: 0.1}",
+            "{name: single, metric: val_loss}",
+        ),
+        CODE,
+    )
+    trial_id = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")[0][
+        "id"
+    ]
+    master.wait_for(
+        lambda: master.trial(trial_id)["steps_completed"] >= 12, timeout=60, what="12 steps"
+    )
+    job_name = f"shipyard-trial-{trial_id}-run-1"
+    job_id = slurm_cluster.run("squeue", "--noheader", f"--name={job_name}", "--format=%i")
+    slurm_cluster.run("scontrol", "requeue", job_id.strip())
+
+    assert master.wait(exp["id"], timeout=90)["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert [r["ended_how"] for r in trial["runs"]] == [
+        f"Slurm requeued job {job_id.strip()}; resumes from its checkpoint",
+        "exited with code 0; completed",
+    ]
+    assert trial["restarts"] == 0  # the engine's preemption is not a failure
+    logs = master.logs(trial_id)
+    resumed_from = int(
+        next(line for line in logs if line.startswith("resumed from step")).split()[-1]
+    )
+    assert resumed_from >= 10
+    # One loss a step, none lost or doubled; those after the checkpoint from the rerun.
+    losses = master.metrics(trial_id, "training", "loss")
+    assert [s for s, _ in losses] == list(range(1, 41))
+    runs = dict(master.metrics(trial_id, "training", "run"))
+    assert runs[resumed_from] == 1 and runs[resumed_from + 1] == 2 and runs[40] == 2
+    jobs = slurm_jobs(slurm_cluster)
+    assert jobs[job_name] == "CANCELLED"  # Slurm's second copy never ran the trial
+    assert jobs[f"shipyard-trial-{trial_id}-run-2"] == "COMPLETED"
+
+
+def test_a_master_whose_slurm_cluster_does_not_answer_starts_and_says_why(slurm_cluster, tmp_path):
+    dead = slurm_cluster.dead_conf()
+    config = doc_master_config(slurm_cluster).replace(str(slurm_cluster.conf), str(dead))
+    m = Master(tmp_path / "home", config=config).start()
+    try:
+        pools = {p["name"]: p for p in m.http.get("/resource-pools").json()}
+        assert pools["default"]["healthy"] and pools["default"]["slots_total"] == 2
+        slurm = pools["slurm"]
+        assert (slurm["healthy"], slurm["slots_total"]) == (False, 0)
+        assert slurm["problem"].startswith(f"slurmctld (SLURM_CONF={dead}) does not answer: ")
+    finally:
+        m.stop()
+
+
+def test_a_container_image_is_refused_at_submit_on_a_slurm_pool(master):
+    config = steps_config("in-a-container", "{steps: 2}", "{name: single, metric: val_loss}")
+    r = master.post_experiment(config + "environment: {image: shipyard-test:py3}\n", CODE)
+    assert r.status_code == 422, r.text
+    (detail,) = r.json()["error"]["details"]
+    assert detail["path"] == "environment.image"
+    assert (
+        "is a slurm pool, which runs trials without containers: not supported yet"
+        in (detail["message"])
+    )
