@@ -109,7 +109,10 @@ def test_string_and_per_device_images_run_the_trials_in_containers(container_mas
 def test_a_missing_image_fails_the_trial_saying_what_to_do(container_master):
     runtime, _, master = container_master
     missing = master.create(experiment("missing-image", "shipyard-test:missing"), CODE)
-    no_cpu = master.create(experiment("no-cpu-image", "{cuda: shipyard-test:cuda-only}"), CODE)
+    # max_restarts 5: a launch that can never work is not restarted
+    no_cpu = master.create(
+        experiment("no-cpu-image", "{cuda: shipyard-test:cuda-only}", max_restarts=5), CODE
+    )
     reasons = {}
     for name, exp in (("missing", missing), ("no_cpu", no_cpu)):
         done = master.wait(exp["id"], timeout=60)
@@ -119,7 +122,8 @@ def test_a_missing_image_fails_the_trial_saying_what_to_do(container_master):
         f"launch failed: image 'shipyard-test:missing' not found locally by {runtime} "
         "(Shipyard never pulls): build or load it first"
     ) in reasons["missing"]
-    assert (
+    assert reasons["no_cpu"] == (
         "launch failed: environment.image has no image for cpu slots: "
-        "set environment.image.cpu (it names cuda)"
-    ) in reasons["no_cpu"]
+        "set environment.image.cpu (it names cuda); not restarted: it would fail the same way"
+    )
+    assert len(master.trial(master.experiment(no_cpu["id"])["trials"][0]["id"])["runs"]) == 1

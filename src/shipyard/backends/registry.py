@@ -7,7 +7,7 @@ import importlib
 from typing import Any
 
 from shipyard.backends.base import Backend
-from shipyard.backends.options import BackendOptions, LocalOptions
+from shipyard.backends.options import BackendOptions
 from shipyard.common.errors import ConfigError, NotSupportedYet
 
 # type -> (options model, backend class), as "module:name" so nothing heavy loads here.
@@ -47,10 +47,9 @@ def check_type(name: str) -> None:
     raise ConfigError(f"unknown backend type {name!r}; known: {', '.join(_KNOWN)}")
 
 
-def make_backend(options: BackendOptions, *, pool: str, slots: int | None = None) -> Backend:
-    """The backend of one pool. ``slots`` is the master's --slots (local CPU slots)."""
+def make_backend(options: BackendOptions, *, pool: str) -> Backend:
+    """The backend of one pool on an engine of its own (local pools share the master's one
+    LocalBackend, made by the master)."""
     check_type(options.type)
     cls: type[Backend] = _load(_KNOWN[options.type][1])
-    if isinstance(options, LocalOptions):
-        return cls(slots=slots)  # type: ignore[call-arg]
     return cls(options, pool=pool)  # type: ignore[call-arg]

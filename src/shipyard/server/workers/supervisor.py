@@ -218,16 +218,18 @@ class Supervisor:
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
             handle = self.backend.launch(build_spec(self.settings, exp, trial, slots))
-        except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
-            log.exception("launching trial %s failed", trial.id)
-            # A request the backend can never run (not supported, bad settings) fails the
-            # same way on every restart: the trial ends at once instead.
+        except ConfigError as exc:  # the trial's settings: no traceback needed
+            log.warning("launching trial %s failed: %s", trial.id, exc)
             self._on_exit(
                 trial.id,
                 RunState(RunStatus.LOST),
                 reason=f"launch failed: {exc}",
-                can_restart=not isinstance(exc, ConfigError),
+                can_restart=False,  # it would fail the same way every time
             )
+            return None
+        except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
+            log.exception("launching trial %s failed", trial.id)
+            self._on_exit(trial.id, RunState(RunStatus.LOST), reason=f"launch failed: {exc}")
             return None
         self.handles[trial.id] = handle
         self.offsets[trial.id] = 0
