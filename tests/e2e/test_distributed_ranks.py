@@ -23,7 +23,7 @@ sys.exit(max(codes))
 """
 
 RANK = """
-import time
+import sys, time
 import shipyard.core
 
 with shipyard.core.init() as ctx:
@@ -36,7 +36,9 @@ with shipyard.core.init() as ctx:
         if ctx.preempt.should_preempt():
             with ctx.checkpoint.store_path({"steps_completed": step}, shard=True) as (path, uuid):
                 (path / f"rank{rank}.txt").write_text(str(step))
-            print(f"rank {rank} preempted at step {step} checkpoint {uuid}", flush=True)
+            # One write: both ranks share the trial's stdout (no launcher relays their lines),
+            # and print() writes the text and the newline apart when unbuffered.
+            sys.stdout.write(f"rank {rank} preempted at step {step} checkpoint {uuid}\\n")
             break
 """
 
