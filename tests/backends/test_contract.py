@@ -61,18 +61,20 @@ def launch(engine: Engine, backend: Backend, code: str, slots: int = 1, argv=Non
     }
     if not engine.image:
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    if argv is None:
+        argv = [python, str(script)]
+    else:
+        argv = [a.replace("{script}", str(script)).replace("{python}", python) for a in argv]
     spec = TrialLaunchSpec(
         trial_id=1,
         run_id=1,
-        argv=argv or [python, str(script)],
+        argv=argv,
         env=env,
         workdir=str(engine.workdir),
         slots=chosen,
         log_path=str(engine.workdir / f"{name}.log"),
         image=engine.image,
     )
-    if argv is not None:
-        spec.argv = [a.replace("{script}", str(script)).replace("{python}", python) for a in argv]
     return backend.launch(spec), name
 
 

@@ -41,7 +41,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         load_master_config(settings.config_file) if settings.config_file else MasterConfig()
     )
     backend = make_backends(master_config, settings.slots)
-    engines = {p.pool_name: backend.capacity_of(p.pool_name) for p in master_config.resource_pools}
+    engines = {
+        p.pool_name: backend.capacity_of(p.pool_name)
+        for p in master_config.resource_pools
+        if p.type != "local"  # local pools share the machine's slots (LOCAL)
+    }
     pools = partition(backend.capacity_of(LOCAL), master_config, engines)
 
     @asynccontextmanager

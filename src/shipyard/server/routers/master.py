@@ -5,8 +5,8 @@ from sqlalchemy import select
 
 import shipyard
 from shipyard.common import api
-from shipyard.common.states import TrialState
 from shipyard.server import orm
+from shipyard.server.services import jobs
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["master"])
@@ -29,12 +29,7 @@ def get_master(m: MasterState = Depends(master)) -> api.MasterInfo:
 def list_pools(m: MasterState = Depends(master)) -> list[api.PoolInfo]:
     """Each pool: its backend, slots used of total, scheduler, and whether its engine answers."""
     with m.db.read() as s:
-        held = s.scalars(
-            select(orm.Trial.slots).where(
-                orm.Trial.state.in_((TrialState.STARTING, TrialState.RUNNING))
-            )
-        ).all()
-    busy = {slot for slots in held for slot in slots or []}
+        busy = jobs.busy_slots(s)
     pools = []
     for pool in m.pools.values():
         problem = m.backend.health_of(pool.name)
@@ -60,7 +55,7 @@ def list_slots(m: MasterState = Depends(master)) -> list[api.SlotInfo]:
     with m.db.read() as s:
         holders = s.execute(
             select(orm.Trial.id, orm.Trial.experiment_id, orm.Trial.slots).where(
-                orm.Trial.state.in_((TrialState.STARTING, TrialState.RUNNING))
+                orm.Trial.state.in_(jobs.HOLDING)
             )
         ).all()
     owner = {slot: (tid, eid) for tid, eid, slots in holders for slot in slots or []}

@@ -41,6 +41,12 @@ def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.
     )
 
 
+def busy_slots(session: Session) -> set[str]:
+    """The slot ids held by trials that are starting or running."""
+    held = session.scalars(select(orm.Trial.slots).where(orm.Trial.state.in_(HOLDING))).all()
+    return {slot for slots in held for slot in slots or []}
+
+
 def holding_with_experiments(session: Session) -> list[tuple[orm.Trial, orm.Experiment]]:
     rows = session.execute(
         select(orm.Trial, orm.Experiment)

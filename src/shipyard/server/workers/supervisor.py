@@ -218,18 +218,20 @@ class Supervisor:
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
             handle = self.backend.launch(build_spec(self.settings, exp, trial, slots))
-        except ConfigError as exc:  # the trial's settings: no traceback needed
-            log.warning("launching trial %s failed: %s", trial.id, exc)
+        except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
+            # The trial's own settings (ConfigError) need no traceback, and would fail the
+            # same way on every restart.
+            settings_error = isinstance(exc, ConfigError)
+            if settings_error:
+                log.warning("launching trial %s failed: %s", trial.id, exc)
+            else:
+                log.exception("launching trial %s failed", trial.id)
             self._on_exit(
                 trial.id,
                 RunState(RunStatus.LOST),
                 reason=f"launch failed: {exc}",
-                can_restart=False,  # it would fail the same way every time
+                can_restart=not settings_error,
             )
-            return None
-        except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
-            log.exception("launching trial %s failed", trial.id)
-            self._on_exit(trial.id, RunState(RunStatus.LOST), reason=f"launch failed: {exc}")
             return None
         self.handles[trial.id] = handle
         self.offsets[trial.id] = 0
@@ -271,6 +273,7 @@ class Supervisor:
             trial.slots = []
             max_restarts = exp.config.get("max_restarts", 5)
             clean_exit = state.status == RunStatus.EXITED and state.exit_code == 0
+            engine_preempted = state.status == RunStatus.PREEMPTED
             if ExperimentState(exp.state) == ExperimentState.CANCELED:
                 trial.state = TrialState.CANCELED
                 trial.exit_reason = "the experiment was killed"
@@ -302,13 +305,13 @@ class Supervisor:
                 s.add(searching.exit_event(trial, ExitReason.COMPLETED))
             elif (
                 trial.preempt_requested
-                or state.status == RunStatus.PREEMPTED
+                or engine_preempted
                 or (clean_exit and trial.waiting_for_searcher)
             ):
                 # Preempted, by Shipyard or by the engine (it resumes from its checkpoint), or
                 # it reached its searcher target and waits for the next one: either way it
                 # holds no slot.
-                if state.status == RunStatus.PREEMPTED:
+                if engine_preempted:
                     outcome = "resumes from its checkpoint"  # after the engine's reason
                 elif trial.waiting_for_searcher:
                     outcome = "waits for the searcher's next target"
