@@ -35,7 +35,7 @@ $(SETUP_STAMP): pyproject.toml | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes]'
 	touch $@
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
@@ -83,7 +83,8 @@ test: setup
 	ruff check $(PY_DIRS)
 	lint-imports
 	mypy
-	pytest -q -p no:cacheprovider
+	@# A marker whose engine or extra is missing fails, saying why (tests/fixtures/require.py).
+	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider
 
 lint: setup
 	ruff check $(PY_DIRS)

@@ -27,6 +27,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def has_training_point(api: httpx.Client, trial_id: int) -> bool:
+    """Whether the trial has stored a training metric (``api``: the master's /api/v1)."""
+    answer = api.get(f"/trials/{trial_id}/metrics", params={"group": "training"})
+    return any(series["points"] for series in answer.raise_for_status().json())
+
+
 class Master:
     """``with Master(slots=2) as master:`` runs ``python -m shipyard.server`` until the
     block ends. Given a ``home``, the home is kept; ``spawn`` and ``stop`` restart it."""

@@ -31,6 +31,21 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+def tune_figures(results: Any, trials: int, elapsed_s: float, **extra: Any) -> dict[str, Any]:
+    """What every benchmark reports of a Tuner.fit() that ran ``trials`` trials in
+    ``elapsed_s``, with the benchmark's ``extra`` figures."""
+    import ray
+
+    return {
+        "version": ray.__version__,
+        "trials": trials,
+        "errors": results.num_errors,
+        **extra,
+        "elapsed_s": round(elapsed_s, 3),
+        "trials_per_s": round(trials / elapsed_s, 3),
+    }
+
+
 def add_ray_figures(result: dict[str, Any], ray_figures: Callable[[], dict[str, Any]]) -> None:
     """result["ray"] from ray_figures(), and result["shipyard_over_ray"] from both
     trials_per_s; when Ray is missing or fails, result["ray_reason"] says why."""

@@ -28,8 +28,10 @@ from typing import Any
 
 import httpx
 import yaml
-from _master import REPO, Master
-from _ray import as_epoch_s, stdout_to_stderr
+from _master import REPO, Master, has_training_point
+from _poll import poll
+from _quadratic import EXAMPLE, search_config
+from _ray import as_epoch_s, stdout_to_stderr, tune_figures
 from _stats import summary
 
 from shipyard.client import Shipyard
@@ -40,7 +42,6 @@ SLOTS = 2  # per pool, and Ray Tune's concurrent trials
 POOLS = ("local", "ray", "slurm")
 POLL_S = 0.02
 TIMEOUT_S = 600.0
-EXAMPLE = REPO / "examples" / "quadratic"
 # The Ray head and Slurm cluster are the tests' (tests/fixtures/), imported when started.
 sys.path.insert(0, str(REPO))
 
@@ -85,29 +86,15 @@ def master_config(ray_address: str, slurm_conf: Path) -> str:
     return yaml.safe_dump({"resource_pools": pools, "default_compute_pool": "local"})
 
 
-def search_config(directory: Path, pool: str) -> Path:
-    """examples/quadratic/random.yaml, made into TRIALS short trials on ``pool``."""
-    config = yaml.safe_load((EXAMPLE / "random.yaml").read_text())
-    config["name"] = f"bench-engine-overhead-{pool}"
-    config["searcher"].update(
-        max_trials=TRIALS, max_concurrent_trials=SLOTS, max_length={"batches": STEPS}
-    )
-    config["resources"]["resource_pool"] = pool
-    path = directory / f"{pool}.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
 def wait_until_healthy(api: httpx.Client) -> None:
     """A Ray pool answers once its driver has connected: launches before that would queue,
     and the wait would count as launch latency."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def healthy() -> bool:
         pools = api.get("/resource-pools").raise_for_status().json()
-        if all(pool["healthy"] for pool in pools):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"pools not healthy after 60 s: {pools}")
+        return all(pool["healthy"] for pool in pools)
+
+    poll(healthy, "healthy pools", timeout_s=60, every_s=0.2)
 
 
 def first_metric_times(api: httpx.Client, experiment_id: int) -> dict[int, tuple[float, float]]:
@@ -134,13 +121,15 @@ def first_metric_times(api: httpx.Client, experiment_id: int) -> dict[int, tuple
     return measured
 
 
-def has_training_point(api: httpx.Client, trial_id: int) -> bool:
-    answer = api.get(f"/trials/{trial_id}/metrics", params={"group": "training"})
-    return any(series["points"] for series in answer.raise_for_status().json())
-
-
 def pool_figures(sy: Shipyard, api: httpx.Client, pool: str, scratch: Path) -> dict[str, Any]:
-    config = search_config(scratch, pool)
+    config = search_config(
+        scratch,
+        f"bench-engine-overhead-{pool}",
+        pool=pool,
+        max_trials=TRIALS,
+        max_concurrent_trials=SLOTS,
+        max_length={"batches": STEPS},
+    )
     created_wall, created = time.time(), time.perf_counter()
     experiment = sy.create_experiment(str(config), str(EXAMPLE))
     firsts = first_metric_times(api, experiment.id)
@@ -225,17 +214,15 @@ def ray_tune_figures(ray_address: str) -> dict[str, Any]:
             elapsed_s = time.perf_counter() - started
     finally:
         ray.shutdown()
-    return {
-        "version": ray.__version__,
-        "trials": TRIALS,
-        "errors": results.num_errors,
-        "launch_latency_s": round(min(recorder.first_result.values()) - started, 4),
-        "trial_launch_latency_s": summary(
+    return tune_figures(
+        results,
+        TRIALS,
+        elapsed_s,
+        launch_latency_s=round(min(recorder.first_result.values()) - started, 4),
+        trial_launch_latency_s=summary(
             [at - recorder.seen[trial] for trial, at in recorder.first_result.items()]
         ),
-        "elapsed_s": round(elapsed_s, 3),
-        "trials_per_s": round(TRIALS / elapsed_s, 3),
-    }
+    )
 
 
 def ratios(figures: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -20,9 +20,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
-from _master import REPO, Master
-from _ray import add_ray_figures, as_epoch_s
+from _master import Master
+from _quadratic import EXAMPLE, search_config
+from _ray import add_ray_figures, as_epoch_s, tune_figures
 
 from shipyard.client import Shipyard
 
@@ -32,24 +32,20 @@ MAX_TIME = 16
 DIVISOR = 4
 SLOTS = 2
 TIMEOUT_S = 1800.0
-EXAMPLE = REPO / "examples" / "quadratic"
-
-
-def search_config(directory: Path) -> Path:
-    config = yaml.safe_load((EXAMPLE / "asha.yaml").read_text())
-    config["name"] = "bench-hpo-throughput"
-    config["searcher"].update(
-        max_trials=TRIALS, max_concurrent_trials=SLOTS, max_time=MAX_TIME, divisor=DIVISOR
-    )
-    path = directory / "asha.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def shipyard_figures() -> dict[str, Any]:
     with Master(slots=SLOTS) as master, tempfile.TemporaryDirectory() as scratch:
         sy = Shipyard(master.url)
-        config = search_config(Path(scratch))
+        config = search_config(
+            Path(scratch),
+            "bench-hpo-throughput",
+            base="asha.yaml",
+            max_trials=TRIALS,
+            max_concurrent_trials=SLOTS,
+            max_time=MAX_TIME,
+            divisor=DIVISOR,
+        )
         created = time.time()
         experiment = sy.create_experiment(str(config), str(EXAMPLE))
         detail = sy.wait(experiment.id, TIMEOUT_S)
@@ -105,14 +101,7 @@ def ray_figures() -> dict[str, Any]:
     finished_early = sum(
         1 for r in results if r.metrics and r.metrics.get("training_iteration", 0) < MAX_TIME
     )
-    return {
-        "version": ray.__version__,
-        "trials": RAY_SAMPLES,
-        "stopped_early": finished_early,
-        "errors": results.num_errors,
-        "elapsed_s": round(elapsed_s, 3),
-        "trials_per_s": round(RAY_SAMPLES / elapsed_s, 3),
-    }
+    return tune_figures(results, RAY_SAMPLES, elapsed_s, stopped_early=finished_early)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import json
 import time
 
 import httpx
-from _master import REPO, Master
+from _master import REPO, Master, has_training_point
 from _poll import poll
 from _stats import summary
 
@@ -30,12 +30,8 @@ def first_training_metric_latency(sy: Shipyard, api: httpx.Client) -> float:
         trials = api.get(f"/experiments/{experiment.id}/trials").raise_for_status().json()
         return trials[0]["id"] if trials else None
 
-    def has_training_point(trial: int) -> bool:
-        answer = api.get(f"/trials/{trial}/metrics", params={"group": "training"})
-        return any(series["points"] for series in answer.raise_for_status().json())
-
     trial = poll(trial_id, "trial")
-    poll(lambda: has_training_point(trial), "training metric")
+    poll(lambda: has_training_point(api, trial), "training metric")
     latency = time.perf_counter() - created
     # Runs don't overlap: the next one starts on an idle master.
     sy.wait(experiment.id, TIMEOUT_S)

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-from _master import REPO, Master
-from _ray import add_ray_figures, as_epoch_s
+from _master import Master
+from _quadratic import EXAMPLE, search_config
+from _ray import add_ray_figures, as_epoch_s, tune_figures
 
 from shipyard.client import Shipyard
 
@@ -26,25 +26,18 @@ RAY_SAMPLES = 50  # the reference comparison used 50 samples
 STEPS = 5
 SLOTS = 2
 TIMEOUT_S = 1800.0
-EXAMPLE = REPO / "examples" / "quadratic"
-
-
-def search_config(directory: Path) -> Path:
-    """examples/quadratic/random.yaml, made into TRIALS short trials."""
-    config = yaml.safe_load((EXAMPLE / "random.yaml").read_text())
-    config["name"] = "bench-trial-throughput"
-    config["searcher"].update(
-        max_trials=TRIALS, max_concurrent_trials=SLOTS, max_length={"batches": STEPS}
-    )
-    path = directory / "throughput.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def shipyard_figures() -> dict[str, Any]:
     with Master(slots=SLOTS) as master, tempfile.TemporaryDirectory() as scratch:
         sy = Shipyard(master.url)
-        config = search_config(Path(scratch))
+        config = search_config(
+            Path(scratch),
+            "bench-trial-throughput",
+            max_trials=TRIALS,
+            max_concurrent_trials=SLOTS,
+            max_length={"batches": STEPS},
+        )
         created = time.time()
         experiment = sy.create_experiment(str(config), str(EXAMPLE))
         detail = sy.wait(experiment.id, TIMEOUT_S)
@@ -91,13 +84,7 @@ def ray_figures() -> dict[str, Any]:
             elapsed_s = time.perf_counter() - started
     finally:
         ray.shutdown()
-    return {
-        "version": ray.__version__,
-        "trials": RAY_SAMPLES,
-        "errors": results.num_errors,
-        "elapsed_s": round(elapsed_s, 3),
-        "trials_per_s": round(RAY_SAMPLES / elapsed_s, 3),
-    }
+    return tune_figures(results, RAY_SAMPLES, elapsed_s)
 
 
 def main() -> None:

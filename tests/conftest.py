@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.slurm",
     "tests.fixtures.containers",
     "tests.fixtures.ray_cluster",
+    "tests.fixtures.kubernetes",
 ]

@@ -38,6 +38,7 @@ from shipyard.server.pools import load_master_config
 from shipyard.server.workers.launcher import choose_image
 from tests.backends.test_contract import output, wait_exit, wait_output
 from tests.fixtures.containers import IMAGE
+from tests.fixtures.require import missing
 
 CPU = [Slot("cpu0", "cpu", "cpu", 0)]
 GPUS = [Slot("gpu1", "gpu", "A100 uuid-1", 1), Slot("gpu3", "gpu", "A100 uuid-3", 3)]
@@ -213,7 +214,7 @@ def path_with(tmp_path: Path, *names: str) -> dict[str, str]:
     for name in names:
         real = ContainerRuntime.named(name)
         if real is None:
-            pytest.skip(f"{name} is not installed")
+            missing(f"{name} is not installed: `make setup` installs it")
         (bin_dir / name).symlink_to(real.exe)
     return {"PATH": str(bin_dir)}
 

@@ -19,11 +19,12 @@ import pytest
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, TrialLaunchSpec
 from tests.backends.engine import Engine
 
-ENGINES = ["local", "slurm", "ray", "docker", "podman"]
+ENGINES = ["local", "slurm", "ray", "docker", "podman", "kubernetes"]
 MARKS = {
     "slurm": pytest.mark.slurm,
     "docker": pytest.mark.containers,
     "podman": pytest.mark.containers,
+    "kubernetes": pytest.mark.containers,
 }
 TIMEOUT_S = 60.0
 
@@ -125,6 +126,15 @@ def test_exit_code_and_output(engine):
     assert backend.poll(handle) == state  # idempotent
     text = output(backend, handle)
     assert "to stdout\n" in text and "to stderr\n" in text
+
+
+def test_a_death_by_signal_is_recorded_as_minus_the_signal(engine):
+    # As Popen reports it, whatever shell, keeper or container runtime stood in between: the
+    # master then says "killed by signal 15" on every backend.
+    backend = engine.make_backend()
+    handle, _ = launch(engine, backend, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
+    state = wait_exit(backend, handle)
+    assert (state.status, state.exit_code) == (RunStatus.EXITED, -15)
 
 
 TERM_HANDLER = """

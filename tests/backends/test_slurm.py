@@ -21,11 +21,17 @@ from shipyard.backends.base import Handle, RunStatus, Slot, TrialLaunchSpec
 from shipyard.backends.slurm.backend import SlurmBackend
 from shipyard.backends.slurm.options import SlurmOptions
 from shipyard.backends.slurm.script import JobFiles, sbatch_args
-from shipyard.common.errors import ConfigError, NotSupportedYet
+from shipyard.common.errors import ConfigError
 from shipyard.server.pools import load_master_config
 from tests.backends.engine import Engine
 from tests.backends.test_contract import launch, output, wait_exit, wait_output
-from tests.fixtures.slurm import NODE_CPUS, SlurmCluster, free_ports
+from tests.fixtures.slurm import (
+    MULTI_PARTITION,
+    NODE_CPUS,
+    SMALL_NODE_CPUS,
+    SlurmCluster,
+    free_ports,
+)
 
 pytestmark = pytest.mark.slurm
 
@@ -54,7 +60,7 @@ def test_capacity_is_the_partitions_cpus_or_gpus(slurm_cluster):
     wrong = backend_with(slurm_cluster, slot_type="cpu", partition="nope")
     assert wrong.capacity() == []
     assert wrong.health() == (
-        "Slurm has no nodes in partition 'nope' (partitions: debug, other); "
+        "Slurm has no nodes in partition 'nope' (partitions: debug, multi, other); "
         "set `partition` in the pool"
     )
 
@@ -170,17 +176,59 @@ def test_the_job_gets_the_trials_environment_quoted_and_private(
     assert stat.S_IMODE(script.stat().st_mode) == 0o600  # the environment may hold secrets
 
 
-def test_a_trial_larger_than_a_node_is_refused_clearly(slurm_cluster, slurm_engine):
+def test_a_trial_no_set_of_nodes_holds_evenly_is_refused_clearly(slurm_cluster, slurm_engine):
     backend = backend_with(slurm_cluster, slot_type="cpu")
     spec = spec_for(slurm_engine, "pass", {}, "big")
     spec.slots = [Slot(f"cpu{i}", "cpu", "slurm:default", i) for i in range(NODE_CPUS + 1)]
-    with pytest.raises(NotSupportedYet) as err:
+    with pytest.raises(ConfigError) as err:
         backend.launch(spec)
     assert err.value.message == (
-        f"a trial of {NODE_CPUS + 1} slots does not fit on one node of the Slurm pool 'slurm' "
-        f"(its largest node has {NODE_CPUS} CPUs): multi-node trials are not supported yet; "
-        f"ask for at most {NODE_CPUS} in resources.slots_per_trial"
+        f"a trial of {NODE_CPUS + 1} slots does not fit in the Slurm pool 'slurm': no set of "
+        f"its nodes holds an equal share each (nodes have {NODE_CPUS} CPUs); choose "
+        "resources.slots_per_trial to divide evenly"
     )
+
+
+SPANNING = """
+import os, socket
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+total = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(total)
+print("rank", dist.get_rank(), "of", dist.get_world_size(), "on", os.environ["SLURMD_NODENAME"],
+      "node rank", os.environ["SHIPYARD_NODE_RANK"], "slots", os.environ["SHIPYARD_SLOT_IDS"],
+      "sum", int(total.item()), flush=True)
+"""
+
+
+@pytest.mark.torch
+def test_a_trial_larger_than_a_node_spans_nodes_through_srun(slurm_cluster, slurm_engine):
+    backend = backend_with(slurm_cluster, slot_type="cpu", partition=MULTI_PARTITION)
+    assert len(backend.capacity()) == 2 * SMALL_NODE_CPUS
+    handle, _ = launch(
+        slurm_engine,
+        backend,
+        SPANNING,
+        slots=2 * SMALL_NODE_CPUS,
+        argv=["{python}", "-m", "shipyard.launch.torch_distributed", "{python}", "{script}"],
+    )
+    state = wait_exit(backend, handle, timeout=90)
+    text = output(backend, handle)
+    assert (state.status, state.exit_code) == (RunStatus.EXITED, 0), text
+    job = job_fields(slurm_cluster, handle.data["job_id"])
+    assert (job["NumNodes"], job["NumTasks"], job["CPUs/Task"]) == ("2", "2", "2")
+    world = 2 * SMALL_NODE_CPUS
+    ranks = {}
+    for line in text.splitlines():
+        if " sum " in line:
+            words = line.split("] ", 1)[1].split()
+            ranks[int(words[1])] = (words[5], words[8], words[10], words[12])
+    assert sorted(ranks) == list(range(world)), text
+    # Ranks 0-1 on the first node (node rank 0), 2-3 on the second; all summed 1+2+3+4.
+    assert {rank: info[1] for rank, info in ranks.items()} == {0: "0", 1: "0", 2: "1", 3: "1"}
+    assert {info[0] for info in ranks.values()} == {"n2", "n3"}
+    assert ranks[0][0] != ranks[2][0]
+    assert {info[3] for info in ranks.values()} == {str(world * (world + 1) // 2)}
 
 
 RUNS_ONCE = """

@@ -186,3 +186,27 @@ def two_rank_all_reduce(master: Master, config: str, code_dir: Path) -> dict:
     assert "starting 2 rank(s) on cpu0,cpu1: python3 all_reduce.py" in logs
     assert "rank 0 sum 3" in logs and "rank 1 sum 3" in logs
     return trial
+
+
+def pause_then_resume(master: Master, exp_id: int, trial_id: int, timeout: float = 120) -> dict:
+    """Pause a running one-trial experiment, wait until the trial's run has ended, activate
+    it again and wait until it completes; returns the trial. Checks what holds on every
+    backend: two runs, and one training loss a step, none lost or doubled."""
+    master.http.post(f"/experiments/{exp_id}/pause").raise_for_status()
+    master.wait_for(
+        lambda: master.trial(trial_id)["runs"][0].get("ended_how"), timeout=60, what="the stop"
+    )
+    master.http.post(f"/experiments/{exp_id}/activate").raise_for_status()
+    assert master.wait(exp_id, timeout=timeout)["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 2, trial["runs"]
+    assert trial["restarts"] == 0  # a pause is not a failure
+    steps = trial["hparams"]["steps"]
+    assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, steps + 1))
+    return trial
+
+
+def resumed_from(master: Master, trial_id: int) -> int:
+    """The step the trial's second run restored (tests/e2e/trial_code/steps.py prints it)."""
+    line = next(line for line in master.logs(trial_id) if line.startswith("resumed from step"))
+    return int(line.split()[-1])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures import require
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # (example, config): the experiments this module runs, submitted together.
@@ -70,7 +71,7 @@ def steps(master: Master, trial_id: int, group: str, name: str) -> list[int]:
 @pytest.mark.lightning
 def test_the_lightning_example_trains_reports_and_checkpoints(experiments):
     """Each of ModelCheckpoint's saves (one per validation) is registered at its step."""
-    pytest.importorskip("lightning")
+    require.module("lightning", "the lightning extra; make setup installs it")
     _, _, saved = trained(experiments, LIGHTNING, metric="validation_accuracy", length=200)
     for step, checkpoint in saved.items():
         name = checkpoint["metadata"]["lightning_file"]
@@ -80,7 +81,7 @@ def test_the_lightning_example_trains_reports_and_checkpoints(experiments):
 @pytest.mark.huggingface
 def test_the_huggingface_example_trains_reports_and_checkpoints(experiments):
     """Each checkpoint-<step> directory the Trainer saves is registered with its files."""
-    pytest.importorskip("transformers")
+    require.module("transformers", "the huggingface extra; make setup installs it")
     _, _, saved = trained(experiments, HUGGINGFACE, metric="eval_accuracy", length=200)
     for checkpoint in saved.values():
         assert checkpoint["metadata"]["framework"] == "huggingface"
@@ -96,7 +97,7 @@ def test_the_lightning_example_on_two_slots_is_one_gang_that_resumes_after_a_pau
     it did not start processes of its own). Paused mid-training, both ranks stop at the same
     step after a checkpoint; activated, the gang resumes from it. Each step is reported once
     and each checkpoint registered once (two ranks storing would register two a step)."""
-    pytest.importorskip("lightning")
+    require.module("lightning", "the lightning extra; make setup installs it")
     master, ids = experiments
     exp_id = ids[LIGHTNING_DDP]
     trial_id = master.experiment(exp_id)["trials"][0]["id"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.doc_blocks import block_with
-from tests.e2e.master import Master, two_rank_all_reduce
+from tests.e2e.master import Master, pause_then_resume, resumed_from, two_rank_all_reduce
 from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
 
 pytestmark = pytest.mark.ray
@@ -130,6 +130,17 @@ def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
     assert [s for s, _ in losses] == list(range(1, 41))
     runs = dict(master.metrics(trial_id, "training", "run"))
     assert runs[resumed + 1] == 2 and runs[40] == 2
+
+
+def test_a_paused_trial_checkpoints_and_resumes_in_a_new_actor(master):
+    exp, trial_id = start_trial(master, "ray-paused", "{steps: 30, ckpt_every: 5, sleep: 0.1}", 8)
+    trial = pause_then_resume(master, exp["id"], trial_id)
+    assert trial["runs"][0]["ended_how"] == (
+        "exited with code 0; preempted: resumes from its checkpoint"
+    )
+    assert resumed_from(master, trial_id) >= 5
+    first, second = (run["environment"]["actor"] for run in trial["runs"])
+    assert first.endswith("-run-1") and second.endswith("-run-2")
 
 
 def test_a_restarted_master_reattaches_a_running_ray_trial(master):

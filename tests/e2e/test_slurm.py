@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.doc_blocks import block_with
-from tests.e2e.master import Master, two_rank_all_reduce
+from tests.e2e.master import Master, pause_then_resume, resumed_from, two_rank_all_reduce
 from tests.fixtures.slurm import NODE_CPUS, SlurmCluster
 
 pytestmark = pytest.mark.slurm
@@ -134,6 +134,50 @@ def test_a_job_slurm_requeues_resumes_from_its_checkpoint(master, slurm_cluster)
     jobs = slurm_jobs(slurm_cluster)
     assert jobs[job_name] == "CANCELLED"  # Slurm's second copy never ran the trial
     assert jobs[f"shipyard-trial-{trial_id}-run-2"] == "COMPLETED"
+
+
+def start_trial(master: Master, name: str, hparams: str, steps: int, extra: str = "") -> tuple:
+    """A one-trial experiment on the Slurm pool, once it has trained ``steps`` steps."""
+    exp = master.create(
+        steps_config(name, hparams, "{name: single, metric: val_loss}") + extra, CODE
+    )
+    trials = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")
+    trial_id = trials[0]["id"]
+    master.wait_for(
+        lambda: master.trial(trial_id)["steps_completed"] >= steps, timeout=60, what="steps"
+    )
+    return exp, trial_id
+
+
+def test_a_paused_trial_checkpoints_and_resumes_in_a_new_job(master, slurm_cluster):
+    exp, trial_id = start_trial(master, "slurm-paused", "{steps: 30, ckpt_every: 5, sleep: 0.1}", 8)
+    trial = pause_then_resume(master, exp["id"], trial_id)
+    # The trial saw the pause through should_preempt(), left at a step and exited 0.
+    assert trial["runs"][0]["ended_how"] == (
+        "exited with code 0; preempted: resumes from its checkpoint"
+    )
+    assert resumed_from(master, trial_id) >= 5
+    jobs = slurm_jobs(slurm_cluster)
+    assert jobs[f"shipyard-trial-{trial_id}-run-1"] == "COMPLETED"
+    assert jobs[f"shipyard-trial-{trial_id}-run-2"] == "COMPLETED"
+
+
+def test_a_trial_that_ignores_the_pause_is_stopped_by_scancel_and_resumes(master, slurm_cluster):
+    # It never looks at should_preempt(): after preemption_timeout the master stops its job
+    # with scancel --signal=TERM, and the next run resumes from its latest checkpoint.
+    exp, trial_id = start_trial(
+        master,
+        "slurm-scancel",
+        "{steps: 30, ckpt_every: 5, sleep: 0.1, ignore_preempt: true}",
+        8,
+        extra="preemption_timeout: 1\n",
+    )
+    trial = pause_then_resume(master, exp["id"], trial_id)
+    assert trial["runs"][0]["ended_how"] == (
+        "killed by signal 15; preempted: resumes from its checkpoint"
+    )
+    assert resumed_from(master, trial_id) >= 5
+    assert "preempted at step" not in " ".join(master.logs(trial_id))
 
 
 def test_a_master_whose_slurm_cluster_does_not_answer_starts_and_says_why(slurm_cluster, tmp_path):

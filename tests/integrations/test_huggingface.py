@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
-torch = pytest.importorskip("torch")
-pytest.importorskip("sklearn")
+from tests.fixtures.require import module
+
+module("transformers", "the huggingface extra; make setup installs it")
+module("accelerate", "the huggingface extra; make setup installs it")
+torch = module("torch", "the torch extra; make setup installs it")
+module("sklearn", "the torch extra; make setup installs it")
 
 from safetensors.torch import load_file  # noqa: E402
 from transformers import Trainer, TrainingArguments  # noqa: E402

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("lightning")
-torch = pytest.importorskip("torch")
-pytest.importorskip("sklearn")
+from tests.fixtures.require import module
+
+module("lightning", "the lightning extra; make setup installs it")
+torch = module("torch", "the torch extra; make setup installs it")
+module("sklearn", "the torch extra; make setup installs it")
 
 import lightning.pytorch as pl  # noqa: E402
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402

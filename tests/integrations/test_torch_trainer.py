@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("sklearn")
+from tests.fixtures.require import module
+
+torch = module("torch", "the torch extra; make setup installs it")
+module("sklearn", "the torch extra; make setup installs it")
 
 import shipyard.core  # noqa: E402
 from shipyard.common.errors import NotSupportedYet  # noqa: E402

@@ -16,10 +16,11 @@ from shipyard.common.errors import ConfigError, NotSupportedYet
 from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop, make_searcher
 from shipyard.search.optuna_search import OptunaSearcher, preview_plan
 from shipyard.search.simulator import simulate
+from tests.fixtures.require import module
 from tests.search.replay import check_restarts, drive
 from tests.search.spaces import searcher_config
 
-pytest.importorskip("optuna")
+module("optuna", "the optuna extra; make setup installs it")
 
 SPACE: dict[str, Any] = {
     "x": {"type": "double", "minval": 0.0, "maxval": 1.0},

@@ -75,7 +75,11 @@ def test_pools_that_do_not_fit_the_machine_are_refused(tmp_path, yaml_text, path
         ("resource_pools: [{pool_name: a}, {pool_name: a}]", "<config>", "repeated: a"),
         ("default_compute_pool: b\nresource_pools: [{pool_name: a}]", "<config>", "'b'"),
         ("resource_pools: [{pool_name: a, type: nomad}]", "resource_pools.0", "unknown backend"),
-        ("resource_pools: [{pool_name: a, type: kubernetes}]", "resource_pools.0", "not supported"),
+        (
+            "resource_pools: [{pool_name: a, type: kubernetes, slots_per_pod: 0}]",
+            "resource_pools.0.slots_per_pod",
+            "greater than or equal to 1",
+        ),
         ("resource_pools: [{pool_name: a b}]", "resource_pools.0.pool_name", "pattern"),
     ],
 )

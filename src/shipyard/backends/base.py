@@ -12,6 +12,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+# A run that died of signal N is recorded with exit code -N, as Popen reports it, so the master
+# says "killed by signal N" whatever the backend. A shell (or a process that waited for the
+# trial) reports 128 + N instead: these turn that into -N.
+SHELL_SIGNAL_AS_NEGATIVE = 'rec=$code; [ "$code" -gt 128 ] && rec=-$((code - 128))'
+
+
+def signal_as_negative(code: int) -> int:
+    """A shell's exit status as recorded: 128 + N (death by signal N) is -N."""
+    return 128 - code if code > 128 else code
+
 
 @dataclass(frozen=True)
 class Slot:
@@ -19,6 +29,12 @@ class Slot:
     kind: str  # "cpu" or "gpu"
     device: str  # GPU name/uuid, or "cpu"
     index: int  # device index (CUDA ordinal for GPUs)
+
+
+def numbered_slots(kind: str, count: int, device: str) -> list[Slot]:
+    """``count`` slots of one kind on one ``device``: "<kind>0" .. "<kind><count-1>", each
+    indexed by its number."""
+    return [Slot(id=f"{kind}{i}", kind=kind, device=device, index=i) for i in range(count)]
 
 
 @dataclass

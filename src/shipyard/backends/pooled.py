@@ -11,7 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from shipyard.backends.base import Backend, Handle, LogSource, RunState, Slot, TrialLaunchSpec
+from shipyard.backends.base import (
+    Backend,
+    Handle,
+    LogSource,
+    RunState,
+    Slot,
+    TrialLaunchSpec,
+    numbered_slots,
+)
 
 LOCAL = ""  # the key of the shared local backend (its slot ids have no prefix)
 
@@ -32,9 +40,7 @@ class PooledBackend(Backend, LogSource):
             slots = backend.capacity()
             if not slots and key in (expected or {}):
                 count, kind = (expected or {})[key]
-                slots = [
-                    Slot(f"{kind}{i}", kind, f"{key}: not reached yet", i) for i in range(count)
-                ]
+                slots = numbered_slots(kind, count, f"{key}: not reached yet")
             for slot in slots:
                 outer = slot.id if key == LOCAL else f"{key}/{slot.id}"
                 self._slots[outer] = (key, slot)

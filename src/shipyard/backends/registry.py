@@ -8,7 +8,7 @@ from typing import Any
 
 from shipyard.backends.base import Backend
 from shipyard.backends.options import BackendOptions
-from shipyard.common.errors import ConfigError, NotSupportedYet
+from shipyard.common.errors import ConfigError
 
 # type -> (options model, backend class), as "module:name" so nothing heavy loads here.
 _KNOWN: dict[str, tuple[str, str]] = {
@@ -21,17 +21,16 @@ _KNOWN: dict[str, tuple[str, str]] = {
         "shipyard.backends.slurm.options:SlurmOptions",
         "shipyard.backends.slurm.backend:SlurmBackend",
     ),
+    "kubernetes": (
+        "shipyard.backends.kubernetes.options:KubernetesOptions",
+        "shipyard.backends.kubernetes.backend:KubernetesBackend",
+    ),
 }
-_PLANNED = ("kubernetes",)
 
 
 def _load(target: str) -> Any:
     module_name, _, name = target.partition(":")
     return getattr(importlib.import_module(module_name), name)
-
-
-def backend_types() -> list[str]:
-    return list(_KNOWN)
 
 
 def options_models() -> dict[str, type[BackendOptions]]:
@@ -42,8 +41,6 @@ def options_models() -> dict[str, type[BackendOptions]]:
 def check_type(name: str) -> None:
     if name in _KNOWN:
         return
-    if name in _PLANNED:
-        raise NotSupportedYet(f"the {name} backend is not supported yet; use 'local'")
     raise ConfigError(f"unknown backend type {name!r}; known: {', '.join(_KNOWN)}")
 
 

@@ -1,8 +1,8 @@
 """The byte format between a trial's ranks (shipyard.core._collective, the client) and the
 coordinator their launcher starts (shipyard.launch._coordinator, the server).
 
-Both ends import it; core and launch are independent layers, so the format lives here. No
-I/O: bytes in, bytes out.
+Both ends import it; core and launch are independent layers, so the format lives here.
+Bytes in, bytes out, but for read_frame, which reads one frame from a socket it is given.
 
 Every message is a frame: an 8-byte big-endian body length, then the body.
 
@@ -21,6 +21,10 @@ Every message is a frame: an 8-byte big-endian body length, then the body.
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING, Literal, overload
+
+if TYPE_CHECKING:
+    import socket
 
 FRAME = struct.Struct("!Q")
 REQUEST = struct.Struct("!BIIQdH")
@@ -40,6 +44,39 @@ MAX_FRAME = 1 << 30
 
 def frame(body: bytes) -> bytes:
     return FRAME.pack(len(body)) + body
+
+
+@overload
+def read_frame(sock: socket.socket, peer: str, *, eof_ok: Literal[False] = False) -> bytes: ...
+@overload
+def read_frame(sock: socket.socket, peer: str, *, eof_ok: bool) -> bytes | None: ...
+def read_frame(sock: socket.socket, peer: str, *, eof_ok: bool = False) -> bytes | None:
+    """One frame's body from ``sock`` (``peer`` names the other end in errors). None when
+    ``eof_ok`` and the peer closed the connection between frames; OSError for a connection
+    closed otherwise, and for a length over MAX_FRAME (garbage, not a frame)."""
+    header = _read_exact(sock, FRAME.size, peer, eof_ok=eof_ok)
+    if header is None:
+        return None
+    (length,) = FRAME.unpack(header)
+    if length > MAX_FRAME:
+        raise OSError(f"{peer} sent a frame of {length} bytes (more than {MAX_FRAME})")
+    body = _read_exact(sock, length, peer, eof_ok=False)
+    assert body is not None
+    return body
+
+
+def _read_exact(sock: socket.socket, count: int, peer: str, *, eof_ok: bool) -> bytes | None:
+    buffer = bytearray(count)
+    view = memoryview(buffer)
+    received = 0
+    while received < count:
+        n = sock.recv_into(view[received:])
+        if n == 0:
+            if eof_ok and received == 0:
+                return None
+            raise OSError(f"{peer} closed the connection")
+        received += n
+    return bytes(buffer)
 
 
 def encode_request(

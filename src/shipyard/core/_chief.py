@@ -5,6 +5,7 @@ Only the chief (rank 0) talks to the master. The other ranks' reports are checke
 dropped. should_preempt(), should_stop(), target and operations() become collectives: the
 chief reads its own answer and broadcasts it, so every rank gets the same answer at the same
 call and all ranks stop at the same step. Every rank must call them, in the same order.
+A loop that asks both every step calls should_preempt_or_stop(): one collective for the two.
 """
 
 from __future__ import annotations
@@ -49,6 +50,23 @@ class CollectivePreempt:
         """A collective: every rank gets the chief's answer."""
         mine = self._inner.should_preempt() if self._dist.is_chief else None
         return bool(self._dist.broadcast(mine))
+
+
+def should_preempt_or_stop(preempt: PreemptContext, searcher: SearcherContext) -> tuple[bool, bool]:
+    """(``preempt.should_preempt()``, ``searcher.should_stop()``). With several ranks one
+    collective: the chief asks both and broadcasts the pair, so every rank gets the same
+    answers at the same call; every rank must call it where the others do."""
+    if isinstance(preempt, CollectivePreempt) and isinstance(searcher, CollectiveSearcher):
+        dist = preempt._dist
+        mine = (
+            (preempt._inner.should_preempt(), searcher._inner.should_stop())
+            if dist.is_chief
+            else None
+        )
+        answer = dist.broadcast(mine)
+        assert answer is not None  # the chief's pair, on every rank
+        return bool(answer[0]), bool(answer[1])
+    return bool(preempt.should_preempt()), bool(searcher.should_stop())
 
 
 class CollectiveSearcher:

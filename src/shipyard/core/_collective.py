@@ -14,13 +14,12 @@ from typing import Any
 
 from shipyard.common.collective_wire import (
     COLLECTIVE,
-    FRAME,
     HELLO,
-    MAX_FRAME,
     OK,
     PEER_LEFT,
     decode_reply,
     encode_request,
+    read_frame,
 )
 from shipyard.common.errors import InvalidRequest, ShipyardError
 
@@ -101,7 +100,7 @@ class CollectiveClient:
         try:
             self._sock.settimeout(wait_s)
             self._sock.sendall(request)
-            body = _recv_frame(self._sock)
+            body = read_frame(self._sock, "the coordinator")
         except TimeoutError:
             raise CollectiveError(
                 f"rank {self.rank}: no answer from the trial's coordinator at {self.addr} "
@@ -124,22 +123,3 @@ class CollectiveClient:
             self._sock.close()
         except OSError:
             pass
-
-
-def _recv_frame(sock: socket.socket) -> bytes:
-    (length,) = FRAME.unpack(_recv_exact(sock, FRAME.size))
-    if length > MAX_FRAME:
-        raise OSError(f"the coordinator sent a frame of {length} bytes")
-    return _recv_exact(sock, length)
-
-
-def _recv_exact(sock: socket.socket, count: int) -> bytes:
-    buffer = bytearray(count)
-    view = memoryview(buffer)
-    received = 0
-    while received < count:
-        n = sock.recv_into(view[received:])
-        if n == 0:
-            raise OSError("the coordinator closed the connection")
-        received += n
-    return bytes(buffer)

@@ -57,6 +57,13 @@ class Context:
         """True when running without a master (metrics printed, checkpoints kept locally)."""
         return self.info.master is None
 
+    def should_preempt_or_stop(self) -> tuple[bool, bool]:
+        """(``preempt.should_preempt()``, ``searcher.should_stop()``): for a loop that asks
+        both every step. With several ranks it is one collective instead of two."""
+        from shipyard.core._chief import should_preempt_or_stop
+
+        return should_preempt_or_stop(self.preempt, self.searcher)
+
     def __enter__(self) -> Context:
         return self
 

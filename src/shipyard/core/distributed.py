@@ -151,7 +151,6 @@ class MultiProcessDistributed:
         self.size = size
         self.local_rank = local_rank
         self.local_size = local_size
-        self.timeout_s = timeout_s
         self._client: CollectiveClient = CollectiveClient(addr, rank, size, timeout_s)
 
     @property

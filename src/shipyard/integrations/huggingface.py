@@ -47,7 +47,7 @@ class ShipyardCallback(TrainerCallback):
     - Checkpoints: each ``checkpoint-<step>`` directory the Trainer saves is stored at its
       step; the last step of training is always saved.
     - Every optimizer step, on every process, ``ctx.preempt.should_preempt()`` and
-      ``ctx.searcher.should_stop()`` (collectives with several ranks). Preempted: save, then
+      ``ctx.searcher.should_stop()`` (one collective with several ranks). Preempted: save, then
       stop; stopped by the searcher: stop.
 
     ``outcome`` is "done", "preempted" or "stopped" once training ends.
@@ -75,9 +75,8 @@ class ShipyardCallback(TrainerCallback):
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
     ) -> None:
-        # Collectives with several ranks: every rank asks, once per optimizer step.
-        preempted = self._ctx.preempt.should_preempt()
-        stopped = self._ctx.searcher.should_stop()
+        # A collective with several ranks: every rank asks, once per optimizer step.
+        preempted, stopped = self._ctx.should_preempt_or_stop()
         if preempted:
             self.outcome = "preempted"
             control.should_save = True

@@ -62,7 +62,7 @@ class ShipyardCallback(pl.Callback):
       during ``fit``) is stored through ``ctx.checkpoint`` at its global step, and so is one
       of its own when preempted and at the end of training, unless that step is stored.
     - Every optimizer step, on every process, ``ctx.preempt.should_preempt()`` and
-      ``ctx.searcher.should_stop()`` (collectives with several ranks); either sets
+      ``ctx.searcher.should_stop()`` (one collective with several ranks); either sets
       ``trainer.should_stop``.
 
     ``outcome`` is "done", "preempted" or "stopped" once training ends. Only the chief
@@ -130,9 +130,8 @@ class ShipyardCallback(pl.Callback):
         self._last_step = step
         if step % self.report_every == 0:
             self._report_training(step)
-        # Collectives with several ranks: every rank asks, once per optimizer step.
-        preempted = self._ctx.preempt.should_preempt()
-        stopped = self._ctx.searcher.should_stop()
+        # A collective with several ranks: every rank asks, once per optimizer step.
+        preempted, stopped = self._ctx.should_preempt_or_stop()
         if preempted:
             self._report_training(step)
             self._store_own(trainer)

@@ -15,7 +15,12 @@ Failures end the whole group, so no rank waits forever:
 - ranks calling different collectives at the same number fail it, naming both.
 After a failure every later request gets the same error.
 
-Standard library only: one thread accepts, one thread serves each rank's connection.
+Groups: a connection names its group in its HELLO's op. "" (what the ranks send) is the
+ranks of ``ctx.distributed``; a multi-node trial's node 0 also serves "nodes", the launchers
+(one per node), which meet there before starting their ranks (launch/_nodes.py). Each group
+has its own size, numbering and failures; one listening port serves both.
+
+Standard library only: one thread accepts, one thread serves each connection.
 """
 
 from __future__ import annotations
@@ -28,28 +33,82 @@ from collections.abc import Callable
 from shipyard.common.collective_wire import (
     COLLECTIVE,
     ERROR,
-    FRAME,
     HELLO,
-    MAX_FRAME,
     PEER_LEFT,
     decode_request,
     encode_error,
     encode_ok,
+    read_frame,
 )
+
+GROUP_RANKS = ""  # the ranks of ctx.distributed: the HELLO op core._collective sends
+GROUP_NODES = "nodes"  # the launchers of a multi-node trial, one per node
 
 
 def serve(size: int, host: str = "127.0.0.1") -> tuple[str, Callable[[], None]]:
     """Start a coordinator for ``size`` ranks on a free port of ``host``, in daemon threads.
     Returns its address ("host:port") and a function that stops it."""
-    if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
-    listener = socket.create_server((host, 0), backlog=max(16, 2 * size))
-    coordinator = _Coordinator(size, listener)
-    threading.Thread(
-        target=coordinator.accept_loop, name="shipyard-coordinator", daemon=True
-    ).start()
-    port = listener.getsockname()[1]
-    return f"{host}:{port}", coordinator.stop
+    server = Server(size, host)
+    return f"{host}:{server.port}", server.stop
+
+
+class Server:
+    """The listening socket and its groups: every connection is routed to the group its
+    HELLO names. ``port`` 0: a free one; ``nodes`` > 0 adds the launchers' group."""
+
+    def __init__(self, size: int, host: str = "127.0.0.1", port: int = 0, nodes: int = 0):
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        self.groups = {GROUP_RANKS: _Coordinator(size)}
+        if nodes:
+            self.groups[GROUP_NODES] = _Coordinator(nodes)
+        self._listener = socket.create_server((host, port), backlog=max(16, 2 * size))
+        self.port = int(self._listener.getsockname()[1])
+        self._stopping = False
+        self._lock = threading.Lock()
+        self._unrouted: set[socket.socket] = set()  # connected, HELLO not read yet
+        threading.Thread(target=self._accept_loop, name="shipyard-coordinator", daemon=True).start()
+
+    def _accept_loop(self) -> None:
+        while not self._stopping:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # the listener was closed by stop()
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self._unrouted.add(conn)
+            threading.Thread(
+                target=self._route, args=(conn,), name="shipyard-coord-conn", daemon=True
+            ).start()
+
+    def _route(self, conn: socket.socket) -> None:
+        try:
+            first = _recv_frame(conn)
+            group = None
+            if first is not None:
+                kind, _rank, _size, _seq, _timeout, op, _payload = decode_request(first)
+                group = self.groups.get(op) if kind == HELLO else None
+                if group is None:
+                    conn.sendall(encode_error(0, f"unexpected first request (kind {kind}, {op!r})"))
+        except (OSError, ValueError):
+            first, group = None, None
+        with self._lock:
+            self._unrouted.discard(conn)
+        if first is None or group is None:
+            _close(conn)
+            return
+        group.serve_connection(conn, first)
+
+    def stop(self) -> None:
+        self._stopping = True
+        for group in self.groups.values():
+            group.stop()
+        _close(self._listener)
+        with self._lock:
+            unrouted = list(self._unrouted)
+        for conn in unrouted:
+            _shutdown(conn)
 
 
 class _Round:
@@ -67,56 +126,47 @@ class _Round:
 
 
 class _Coordinator:
-    def __init__(self, size: int, listener: socket.socket) -> None:
+    """One group: its ranks' connections and collectives."""
+
+    def __init__(self, size: int) -> None:
         self.size = size
-        self._listener = listener
         self._cond = threading.Condition()
         self._rounds: dict[int, _Round] = {}
         self._connected: dict[int, socket.socket] = {}
         self._left: set[int] = set()
         self._broken: tuple[int, str] | None = None  # (status, message) once the group failed
-        self._stopping = False
         self._sockets: set[socket.socket] = set()
 
     # -- connections --------------------------------------------------------------------
 
-    def accept_loop(self) -> None:
-        while not self._stopping:
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return  # the listener was closed by stop()
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._cond:
-                self._sockets.add(conn)
-            threading.Thread(
-                target=self._serve_connection, args=(conn,), name="shipyard-coord-rank", daemon=True
-            ).start()
-
     def stop(self) -> None:
         with self._cond:
-            self._stopping = True
             if self._broken is None:
                 self._broken = (PEER_LEFT, "the coordinator was stopped by the launcher")
             sockets = list(self._sockets)
             self._cond.notify_all()
-        try:
-            self._listener.close()
-        except OSError:
-            pass
         for conn in sockets:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _shutdown(conn)
 
-    def _serve_connection(self, conn: socket.socket) -> None:
+    def wait_all_left(self, timeout_s: float | None = None) -> bool:
+        """Wait until every rank of the group has connected and left (its connection
+        closed); False if ``timeout_s`` passed first."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._cond:
+            while len(self._left) < self.size:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining if remaining is not None else 1.0)
+            return True
+
+    def serve_connection(self, conn: socket.socket, body: bytes) -> None:
+        """Serve one rank's connection, starting from its first frame (its HELLO)."""
+        with self._cond:
+            self._sockets.add(conn)
         rank: int | None = None
         try:
             while True:
-                body = _recv_frame(conn)
-                if body is None:
-                    return
                 kind, sender, size, seq, timeout_s, op, payload = decode_request(body)
                 if kind == HELLO:
                     error = self._hello(conn, sender, size)
@@ -129,6 +179,10 @@ class _Coordinator:
                 else:
                     conn.sendall(encode_error(seq, f"unexpected request (kind {kind})"))
                     return
+                next_body = _recv_frame(conn)
+                if next_body is None:
+                    return
+                body = next_body
         except (OSError, ValueError):
             return  # a broken connection or a garbled frame: the rank is gone either way
         finally:
@@ -152,10 +206,7 @@ class _Coordinator:
                 del self._connected[rank]
                 self._left.add(rank)
                 self._cond.notify_all()
-        try:
-            conn.close()
-        except OSError:
-            pass
+        _close(conn)
 
     # -- collectives --------------------------------------------------------------------
 
@@ -258,26 +309,18 @@ def _ranks(ranks: list[int]) -> str:
 
 def _recv_frame(conn: socket.socket) -> bytes | None:
     """One frame's body, or None when the peer closed the connection between frames."""
-    header = _recv_exact(conn, FRAME.size, eof_ok=True)
-    if header is None:
-        return None
-    (length,) = FRAME.unpack(header)
-    if length > MAX_FRAME:
-        raise ValueError(f"frame of {length} bytes is too large")
-    body = _recv_exact(conn, length, eof_ok=False)
-    assert body is not None
-    return body
+    return read_frame(conn, "a rank", eof_ok=True)
 
 
-def _recv_exact(conn: socket.socket, count: int, *, eof_ok: bool) -> bytes | None:
-    buffer = bytearray(count)
-    view = memoryview(buffer)
-    received = 0
-    while received < count:
-        n = conn.recv_into(view[received:])
-        if n == 0:
-            if eof_ok and received == 0:
-                return None
-            raise OSError("connection closed in the middle of a frame")
-        received += n
-    return bytes(buffer)
+def _shutdown(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.close()
+    except OSError:
+        pass

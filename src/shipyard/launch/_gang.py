@@ -11,6 +11,30 @@ decide the environment of each rank.
   signal death). SIGTERM/SIGINT to the launcher is forwarded to every rank; the launcher
   then exits 143.
 - The ranks stay in the launcher's process group, so the master's killpg reaches them all.
+
+Multi-node trials: one launcher per node. This is the contract between a backend and the
+launchers (the Ray and Kubernetes backends set these variables; docs/distributed.md):
+
+- ``SHIPYARD_NUM_NODES`` (default 1) and ``SHIPYARD_NODE_RANK`` (0..N-1). Each node's
+  launcher gets ``SHIPYARD_SLOT_IDS`` listing only that node's slots, and every node must have
+  the same number of local slots: otherwise every launcher refuses (one line on stderr, exit
+  code 2) once they have met.
+- ``SHIPYARD_RENDEZVOUS_ADDR`` = "host:port", reachable from every node. ``port`` is torch's
+  MASTER_PORT (its TCPStore, bound by global rank 0, on node 0); ``port + 1`` is Shipyard's
+  coordinator, bound by node 0's launcher on every interface: the ranks' collectives of
+  ``ctx.distributed`` (SHIPYARD_DIST_ADDR = host:port+1) and the launchers' own meeting,
+  where they learn each other's slots and addresses (launch/_nodes.py). With
+  SHIPYARD_NUM_NODES unset or 1 nothing changes: free local ports on 127.0.0.1.
+- Ranks: RANK = SHIPYARD_RANK = node_rank * local_slots + local_rank, WORLD_SIZE =
+  SHIPYARD_SIZE = nodes * local_slots, LOCAL_RANK and LOCAL_WORLD_SIZE (and SHIPYARD_LOCAL_*)
+  within the node, NODE_RANK = GROUP_RANK = node_rank, GROUP_WORLD_SIZE = nodes,
+  MASTER_ADDR/MASTER_PORT = the rendezvous host and port, as torchrun sets them; TF_CONFIG
+  lists every worker of every node (worker index = global rank). ``[rank=R]`` is the global
+  rank, and the chief of ``ctx.distributed`` is global rank 0.
+- A rank exiting non-zero ends its own node's ranks and its launcher exits with its code;
+  ending the other nodes is the backend's job (it ends the whole gang). Optional:
+  SHIPYARD_RENDEZVOUS_TIMEOUT_S (default 600) bounds how long the launchers wait for each
+  other; failing to meet is exit code 1.
 """
 
 from __future__ import annotations
@@ -30,8 +54,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
-
-from shipyard.launch import _coordinator
 
 DEFAULT_GRACE_S = 10.0
 EXIT_USAGE = 2
@@ -227,8 +249,13 @@ class Gang:
         out: Output,
         *,
         ends_with: int | None = None,
+        first_rank: int = 0,
+        world_size: int | None = None,
     ) -> None:
         self.command = command
+        # Ranks are numbered globally (a multi-node trial's node k starts at k * local slots).
+        self.first_rank = first_rank
+        self.world_size = world_size
         self.envs = envs
         self.grace_s = grace_s
         self.out = out
@@ -251,7 +278,7 @@ class Gang:
                 join_all(self._relays)
 
     def _start(self) -> int | None:
-        for rank, env in enumerate(self.envs):
+        for rank, env in enumerate(self.envs, start=self.first_rank):
             try:
                 proc = subprocess.Popen(
                     self.command,
@@ -280,12 +307,12 @@ class Gang:
                 self._stop_all(f"the launcher got {self._signals.name}")
                 return EXIT_TERMINATED
             codes = [p.poll() for p in self.procs]
-            for rank, code in enumerate(codes):
+            for rank, code in enumerate(codes, start=self.first_rank):
                 if code is not None and code != 0:
                     how = describe_exit(code)
                     self.out.say(f"rank {rank} {how}; stopping the gang")
                     self._stop_all(f"rank {rank} failed")
-                    tell_master(f"rank {rank} of {len(self.procs)} {how}")
+                    tell_master(f"rank {rank} of {self.world_size or len(self.procs)} {how}")
                     return exit_status(code)
             if all(code == 0 for code in codes):
                 return 0
@@ -296,7 +323,8 @@ class Gang:
 
     def _stop_all(self, why: str) -> None:
         """SIGTERM to every rank still running, SIGKILL to those left after the grace."""
-        running = [(r, p) for r, p in enumerate(self.procs) if p.poll() is None]
+        procs = enumerate(self.procs, start=self.first_rank)
+        running = [(r, p) for r, p in procs if p.poll() is None]
         if not running:
             return
         ranks = ", ".join(str(r) for r, _ in running)
@@ -367,10 +395,13 @@ def tell_master(message: str) -> None:
 
 
 def main(
-    prog: str, build_envs: Callable[[list[Slot], dict[str, str]], list[dict[str, str]]]
+    prog: str, build_envs: Callable[[list[Slot], dict[str, str], Any], list[dict[str, str]]]
 ) -> int:
-    """A launcher's main: parse, build each rank's env, run the gang. Usage errors: one line
-    on stderr and exit code 2."""
+    """A launcher's main: parse, meet the other nodes (if any), build each rank's env
+    (``build_envs(slots, env, layout)``, layout: a ``_nodes.Layout``), run the gang. Usage
+    errors: one line on stderr and exit code 2."""
+    from shipyard.launch import _nodes  # not at the top: it imports this module
+
     env = dict(os.environ)
     read = read_options(prog, env)
     if read is None:
@@ -378,15 +409,39 @@ def main(
     options, slots, grace = read
     env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
     out = Output(sys.stdout.buffer)
-    address, stop = _coordinator.serve(len(slots))
     try:
-        env["SHIPYARD_DIST_ADDR"] = address  # ctx.distributed's collectives
-        envs = build_envs(slots, env)
+        meeting = _nodes.meet(_nodes.from_env(env), len(slots), env)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except _nodes.RendezvousError as exc:
+        out.say(str(exc))
+        return 1
+    code = 1
+    try:
+        layout = meeting.layout
+        assert meeting.dist_addr is not None
+        env["SHIPYARD_DIST_ADDR"] = meeting.dist_addr  # ctx.distributed's collectives
+        envs = build_envs(slots, env, layout)
         where = ",".join(s.id for s in slots)
+        if layout.nodes > 1:
+            last = layout.first_rank + len(envs) - 1
+            where += f" (node {layout.node_rank} of {layout.nodes}: ranks "
+            where += f"{layout.first_rank}-{last} of {layout.world_size})"
         out.say(f"starting {len(envs)} rank(s) on {where}: {shlex.join(options.command)}")
-        code = Gang(options.command, envs, grace, out).run()
+        gang = Gang(
+            options.command,
+            envs,
+            grace,
+            out,
+            first_rank=layout.first_rank,
+            world_size=layout.world_size,
+        )
+        code = gang.run()
         if code == 0:
             out.say(f"all {len(envs)} rank(s) exited with code 0")
+            if layout.nodes > 1 and layout.node_rank == 0:
+                out.say("waiting for the other nodes' launchers (this one hosts the coordinator)")
         return code
     finally:
-        stop()
+        meeting.finish(code)

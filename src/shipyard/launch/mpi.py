@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from shipyard.launch import _coordinator, _gang
+from shipyard.launch import _coordinator, _gang, _nodes
 from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV, PR_SET_PDEATHSIG
 
 PROG = "shipyard.launch.mpi"
@@ -334,6 +334,15 @@ def main() -> int:
     if read is None:
         return _gang.EXIT_USAGE
     options, slots, grace = read
+    nodes = env.get(_nodes.NUM_NODES, "").strip()
+    if nodes not in ("", "1"):  # one hostfile line per node, later
+        print(
+            f"{PROG}: multi-node trials ({_nodes.NUM_NODES}={nodes}) are not supported yet by "
+            "this launcher: use shipyard.launch.torch_distributed or shipyard.launch.tensorflow, "
+            "or fit the trial on one node",
+            file=sys.stderr,
+        )
+        return _gang.EXIT_USAGE
     if shutil.which("mpirun", path=env.get("PATH")) is None:
         print(
             f"{PROG}: mpirun not found on PATH: install Open MPI (Debian: apt-get install "

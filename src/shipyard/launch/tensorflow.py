@@ -8,6 +8,9 @@ with Keras" and "Parameter server training with ParameterServerStrategy")::
     {"cluster": {"worker": ["127.0.0.1:PORT", ...]}, "task": {"type": "worker", "index": I}}
 
 with one free port per process on 127.0.0.1 (one machine) and the same "cluster" everywhere.
+On several nodes (SHIPYARD_NUM_NODES, see ``_gang``) the workers of every node are listed,
+each at its node's address, in global rank order, and worker I is global rank I; ``--ps`` is
+one node only (not supported yet on several).
 
 - Default, for ``MultiWorkerMirroredStrategy``: N processes, one per slot of
   SHIPYARD_SLOT_IDS (or N CPU slots with ``--nproc N`` outside Shipyard), all of type
@@ -46,11 +49,11 @@ import os
 import shlex
 import socket
 import sys
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from shipyard.launch import _coordinator, _gang
+from shipyard.launch import _gang, _nodes
+from shipyard.launch._nodes import Layout
 
 PROG = "shipyard.launch.tensorflow"
 HOST = "127.0.0.1"
@@ -104,9 +107,10 @@ def split_ps(args: list[str]) -> tuple[int, list[str]]:
     return ps, kept + args[i:]
 
 
-def tasks_for(slots: list[_gang.Slot], ps: int) -> list[Task]:
-    """The gang in order: workers only; or with ps, the chief, the workers, the ps."""
-    workers = [Task("worker", i, slot) for i, slot in enumerate(slots)]
+def tasks_for(slots: list[_gang.Slot], ps: int, first: int = 0) -> list[Task]:
+    """The gang in order: workers only; or with ps, the chief, the workers, the ps.
+    ``first``: the index of this node's first worker (its first global rank)."""
+    workers = [Task("worker", i, slot) for i, slot in enumerate(slots, start=first)]
     if ps == 0:
         return workers
     return [Task("chief", 0, None), *workers, *(Task("ps", j, None) for j in range(ps))]
@@ -130,11 +134,28 @@ def cluster_of(tasks: list[Task], ports: list[int]) -> dict[str, list[str]]:
     return cluster
 
 
+def nodes_cluster(layout: Layout) -> dict[str, list[str]]:
+    """Every node's workers, in node order: the global ranks are the worker indexes."""
+    workers = []
+    for peer in layout.peers:
+        host = f"[{peer['host']}]" if ":" in peer["host"] else peer["host"]  # an IPv6 address
+        workers += [f"{host}:{port}" for port in peer["ports"]]
+    return {"worker": workers}
+
+
 def process_envs(
-    slots: list[_gang.Slot], ps: int, base: dict[str, str], dist_addr: str | None
+    slots: list[_gang.Slot],
+    ps: int,
+    base: dict[str, str],
+    dist_addr: str | None,
+    layout: Layout | None = None,
 ) -> tuple[list[Task], list[dict[str, str]]]:
-    tasks = tasks_for(slots, ps)
-    cluster = cluster_of(tasks, free_ports(len(tasks)))
+    layout = layout or Layout.one_node(len(slots))
+    tasks = tasks_for(slots, ps, layout.first_rank)
+    if layout.nodes > 1:
+        cluster = nodes_cluster(layout)
+    else:
+        cluster = cluster_of(tasks, free_ports(len(tasks)))
     envs = []
     for task in tasks:
         env = dict(base)
@@ -142,11 +163,11 @@ def process_envs(
         env["TF_CONFIG"] = json.dumps(config)
         for name in (*_RANK_VARS, "SHIPYARD_DIST_ADDR", "SHIPYARD_SLOT_IDS"):
             env.pop(name, None)
-        if ps == 0:  # every worker is a rank of ctx.distributed
-            size = len(slots)
-            ranks = {"RANK": task.index, "SIZE": size, "LOCAL_RANK": task.index}
+        if ps == 0:  # every worker is a rank of ctx.distributed, numbered globally
+            local = task.index - layout.first_rank
+            ranks = {"RANK": task.index, "SIZE": layout.world_size, "LOCAL_RANK": local}
             env.update({f"SHIPYARD_{k}": str(v) for k, v in ranks.items()})
-            env["SHIPYARD_LOCAL_SIZE"] = str(size)  # one machine: local = global
+            env["SHIPYARD_LOCAL_SIZE"] = str(len(slots))
             if dist_addr is not None:
                 env["SHIPYARD_DIST_ADDR"] = dist_addr
         else:
@@ -179,25 +200,53 @@ def main() -> int:
         options = _gang.parse_args(rest, PROG)
         slots = _gang.slots_for(options, PROG, env)
         grace = _gang.grace_s(env)
+        nodes = _nodes.from_env(env)
+        if nodes is not None and ps:
+            raise _gang.UsageError(
+                f"--ps on several nodes ({_nodes.NUM_NODES}={nodes.count}) is not supported "
+                "yet: run ParameterServerStrategy on one node, or drop --ps for "
+                "MultiWorkerMirroredStrategy"
+            )
     except _gang.UsageError as exc:
         print(f"{PROG}: {str(exc).replace(_gang.usage(PROG), USAGE)}", file=sys.stderr)
         return _gang.EXIT_USAGE
     env.setdefault("PYTHONUNBUFFERED", "1")  # output reaches the log as it is written
     out = _gang.Output(sys.stdout.buffer)
-    # ctx.distributed's coordinator, for the workers when they are the ranks
-    no_coordinator: tuple[str | None, Callable[[], None]] = (None, lambda: None)
-    address, stop = _coordinator.serve(len(slots)) if ps == 0 else no_coordinator
+    # The other nodes learn this node's workers' ports at the meeting; ctx.distributed's
+    # coordinator only when the workers are the ranks (not with --ps).
+    extra = {"ports": _nodes.free_ports(len(slots), "")} if nodes is not None else None
     try:
-        tasks, envs = process_envs(slots, ps, env, address)
+        meeting = _nodes.meet(nodes, len(slots), env, extra, coordinator=ps == 0)
+    except _gang.UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return _gang.EXIT_USAGE
+    except _nodes.RendezvousError as exc:
+        out.say(str(exc))
+        return 1
+    code = 1
+    try:
+        layout = meeting.layout
+        tasks, envs = process_envs(slots, ps, env, meeting.dist_addr, layout)
         out.say(f"starting {len(envs)} process(es): {shlex.join(options.command)}")
-        out.say(", ".join(f"rank={r}: {describe(t, ps, len(slots))}" for r, t in enumerate(tasks)))
-        gang = _gang.Gang(options.command, envs, grace, out, ends_with=0 if ps else None)
+        size = layout.world_size
+        first = layout.first_rank if ps == 0 else 0
+        described = (f"rank={r}: {describe(t, ps, size)}" for r, t in enumerate(tasks, first))
+        out.say(", ".join(described))
+        gang = _gang.Gang(
+            options.command,
+            envs,
+            grace,
+            out,
+            ends_with=0 if ps else None,
+            first_rank=first,
+            world_size=size if ps == 0 else None,
+        )
         code = gang.run()
         if code == 0:
             out.say("the chief exited with code 0" if ps else "all workers exited with code 0")
         return code
     finally:
-        stop()
+        meeting.finish(code)
 
 
 if __name__ == "__main__":

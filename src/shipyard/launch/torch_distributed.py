@@ -7,7 +7,9 @@ MASTER_ADDR, MASTER_PORT), Shipyard's (SHIPYARD_RANK, SHIPYARD_SIZE, SHIPYARD_LO
 SHIPYARD_LOCAL_SIZE, SHIPYARD_SLOT_IDS = the rank's one slot), CUDA_VISIBLE_DEVICES = the
 rank's one GPU on GPU slots, and SHIPYARD_DIST_BACKEND (gloo on CPU, nccl on GPU) as the hint
 for ``torch.distributed.init_process_group(os.environ["SHIPYARD_DIST_BACKEND"])``.
-The gang (output by rank, one failure stops all) is ``_gang``'s. torch is not imported here.
+On several nodes (SHIPYARD_NUM_NODES, see ``_gang``) the ranks are global, MASTER_ADDR and
+MASTER_PORT are the rendezvous address, GROUP_RANK/NODE_RANK the node's rank. The gang
+(output by rank, one failure stops all) is ``_gang``'s. torch is not imported here.
 """
 
 from __future__ import annotations
@@ -15,41 +17,48 @@ from __future__ import annotations
 import sys
 
 from shipyard.launch import _gang
+from shipyard.launch._nodes import Layout
 
 PROG = "shipyard.launch.torch_distributed"
-MASTER_ADDR = "127.0.0.1"
 
 
-def rank_envs(slots: list[_gang.Slot], base: dict[str, str]) -> list[dict[str, str]]:
-    size = len(slots)
-    port = str(_gang.free_port())
+def rank_envs(
+    slots: list[_gang.Slot], base: dict[str, str], layout: Layout | None = None
+) -> list[dict[str, str]]:
+    """Each local rank's env; ``layout``: where this node's ranks sit among all nodes' (one
+    node with a free MASTER_PORT on 127.0.0.1 when None)."""
+    layout = layout or Layout.one_node(len(slots))
+    local_size, size = len(slots), layout.world_size
     gpus = all(s.gpu_index is not None for s in slots)
     envs = []
-    for rank, slot in enumerate(slots):
+    for local_rank, slot in enumerate(slots):
+        rank = layout.first_rank + local_rank
         env = dict(base)
         env.update(
             {
                 "RANK": str(rank),
                 "WORLD_SIZE": str(size),
-                "LOCAL_RANK": str(rank),  # one machine: local and global ranks are the same
-                "LOCAL_WORLD_SIZE": str(size),
-                "MASTER_ADDR": MASTER_ADDR,
-                "MASTER_PORT": port,
+                "LOCAL_RANK": str(local_rank),
+                "LOCAL_WORLD_SIZE": str(local_size),
+                "MASTER_ADDR": layout.master_addr,
+                "MASTER_PORT": str(layout.master_port),
                 # The rest of what torchrun sets: Lightning and Accelerate look for GROUP_RANK
                 # to know an outside launcher started the processes (else they spawn their own).
-                "GROUP_RANK": "0",
-                "GROUP_WORLD_SIZE": "1",
+                "GROUP_RANK": str(layout.node_rank),
+                "GROUP_WORLD_SIZE": str(layout.nodes),
                 "ROLE_RANK": str(rank),
                 "ROLE_WORLD_SIZE": str(size),
                 "ROLE_NAME": "default",
                 "SHIPYARD_RANK": str(rank),
                 "SHIPYARD_SIZE": str(size),
-                "SHIPYARD_LOCAL_RANK": str(rank),
-                "SHIPYARD_LOCAL_SIZE": str(size),
+                "SHIPYARD_LOCAL_RANK": str(local_rank),
+                "SHIPYARD_LOCAL_SIZE": str(local_size),
                 "SHIPYARD_SLOT_IDS": slot.id,
                 "SHIPYARD_DIST_BACKEND": "nccl" if gpus else "gloo",
             }
         )
+        if layout.nodes > 1:  # Lightning's own variable; one node keeps today's env
+            env["NODE_RANK"] = str(layout.node_rank)
         if slot.gpu_index is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(slot.gpu_index)  # pinned: one device per rank
         else:

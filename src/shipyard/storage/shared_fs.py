@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
+from shipyard.common.files import write_atomically
 from shipyard.storage.base import METADATA_FILE, CheckpointStorage, check_uuid
 
 WRITING_DIR = ".writing"
@@ -63,7 +64,7 @@ class SharedFSStorage(CheckpointStorage):
             text = json.dumps(document, indent=2, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
-        _write_atomically(path / METADATA_FILE, text)
+        write_atomically(path / METADATA_FILE, text, durable=True)
         return resources
 
     def is_complete(self, uuid: str) -> bool:
@@ -145,12 +146,3 @@ def _list_files(root: Path) -> dict[str, int]:
             full = Path(dirpath) / name
             resources[full.relative_to(root).as_posix()] = full.stat().st_size
     return dict(sorted(resources.items()))
-
-
-def _write_atomically(target: Path, text: str) -> None:
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, target)

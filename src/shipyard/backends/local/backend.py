@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from shipyard.backends.base import (
+    SHELL_SIGNAL_AS_NEGATIVE,
     Backend,
     Handle,
     LogSource,
@@ -36,13 +37,14 @@ from shipyard.backends.local.containers import ContainerRuntime
 from shipyard.backends.local.gpus import cpu_slots, detect_gpus
 from shipyard.backends.local.options import ContainersConfig
 from shipyard.backends.logfile import read_lines
+from shipyard.common.files import read_int
 
 # The shell outlives a SIGTERM to the group (`trap : TERM`): the trial, or the container
 # CLI that forwards it, may checkpoint for a while, and the trial counts as running until it
 # really exits. A death by signal N (code 128+N) is recorded as -N, as Popen reports it.
 _WRAPPER = (
     'trap : TERM; echo $$ > "$0.pid.tmp" && mv "$0.pid.tmp" "$0.pid" || exit 125; '
-    '"$@"; code=$?; rec=$code; [ $code -gt 128 ] && rec=-$((code - 128)); '
+    f'"$@"; code=$?; {SHELL_SIGNAL_AS_NEGATIVE}; '
     'echo $rec > "$0.tmp" && mv "$0.tmp" "$0"; exit $code'
 )
 
@@ -67,6 +69,7 @@ class LocalBackend(Backend, LogSource):
         self._containers = containers or ContainersConfig()
         self._engine_env = dict(engine_env or {})
         self._runtime: ContainerRuntime | None = None  # chosen at the first image
+        self._removed: set[str] = set()  # containers killed by terminate, until release
 
     def capacity(self) -> list[Slot]:
         return list(self._slots)
@@ -121,15 +124,20 @@ class LocalBackend(Backend, LogSource):
             self._runtime = ContainerRuntime.choose(self._containers, self._engine_env)
         return self._runtime
 
-    def _remove_container(self, handle: Handle) -> None:
-        """Kill and remove the trial's container, if it has one: a SIGKILL to the CLI would
-        leave it running."""
+    def _kill(self, handle: Handle) -> None:
+        """SIGKILL what is left of the trial's process group, its container first (a SIGKILL
+        to the CLI would leave the container running). A container is removed once: after
+        terminate removed it, release only forgets it."""
         container = handle.data.get("container")
-        if not container:
-            return
-        runtime = ContainerRuntime.named(container["runtime"], self._engine_env)
-        if runtime is not None:
-            runtime.remove(container["name"])
+        if container:
+            with self._lock:
+                removed = container["name"] in self._removed
+                self._removed.add(container["name"])
+            if not removed:
+                runtime = ContainerRuntime.named(container["runtime"], self._engine_env)
+                if runtime is not None:
+                    runtime.remove(container["name"])
+        _killpg(handle.data["pid"], signal.SIGKILL)
 
     def _wait(self, proc: subprocess.Popen) -> None:
         proc.wait()
@@ -144,10 +152,11 @@ class LocalBackend(Backend, LogSource):
             code = proc.poll()
             if code is None:
                 return RunState(RunStatus.RUNNING)
-            return RunState(RunStatus.EXITED, _read_exit(handle, default=code))
+            recorded = read_int(handle.data["exit_file"])
+            return RunState(RunStatus.EXITED, code if recorded is None else recorded)
         if _alive(pid, handle.data.get("start_time")):
             return RunState(RunStatus.RUNNING)
-        code = _read_exit(handle, default=None)
+        code = read_int(handle.data["exit_file"])
         if code is None:
             return RunState(RunStatus.LOST)
         return RunState(RunStatus.EXITED, code)
@@ -166,26 +175,25 @@ class LocalBackend(Backend, LogSource):
             while time.monotonic() < deadline and _group_alive(pid):
                 time.sleep(0.05)
             if _group_alive(pid):
-                self._remove_container(handle)
-            _killpg(pid, signal.SIGKILL)
+                self._kill(handle)
 
         threading.Thread(target=escalate, daemon=True).start()
 
     def release(self, handle: Handle) -> None:
         """Kill whatever is left of the trial's process group (a trial that ignored SIGTERM,
         background children of one that exited), so its slots are really free."""
-        _killpg(handle.data["pid"], signal.SIGKILL)
-        self._remove_container(handle)
+        self._kill(handle)
         container = handle.data.get("container")
         if container:
+            with self._lock:
+                self._removed.discard(container["name"])
             Path(container["env_file"]).unlink(missing_ok=True)
 
     def find_launch(self, log_path: str) -> Handle | None:
         """The trial launched with this log path, if its wrapper is running or ran."""
         exit_file = Path(log_path).with_suffix(".exit")
-        try:
-            pid = int(Path(f"{exit_file}.pid").read_text().strip())
-        except (OSError, ValueError):
+        pid = read_int(f"{exit_file}.pid")
+        if pid is None:
             return None  # the wrapper never started: nothing runs
         data = {
             "pid": pid,
@@ -245,13 +253,6 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _read_exit(handle: Handle, default: int | None) -> int | None:
-    try:
-        return int(Path(handle.data["exit_file"]).read_text().strip())
-    except (OSError, ValueError):
-        return default
 
 
 def _killpg(pid: int, sig: int) -> None:

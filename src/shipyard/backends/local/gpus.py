@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from shipyard.backends.base import Slot
+from shipyard.backends.base import Slot, numbered_slots
 
 
 def detect_gpus() -> list[Slot]:
@@ -39,4 +39,4 @@ def parse_nvidia_smi(csv_text: str) -> list[Slot]:
 
 
 def cpu_slots(count: int) -> list[Slot]:
-    return [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(count)]
+    return numbered_slots("cpu", count, "cpu")

@@ -3,6 +3,10 @@
 One trial run is one detached, named Ray actor (runner.py) holding a placement group of the
 trial's slots on one node; it unpacks the trial's code (shipped from the master as tar.gz)
 and runs the trial's argv once, so a multi-slot trial's launcher starts its ranks there.
+With placement_strategy SPREAD/STRICT_SPREAD (or PACK when no node holds the whole trial)
+the placement group has several bundles (placement.py), one actor each, and each actor runs
+the argv as one node of the launchers' multi-node contract (launch/_gang.py): the run is
+the gang of those actors ("members"), polled, stopped and mirrored as one.
 
 The master never imports Ray: a Ray driver exits when its cluster goes away, and connecting
 to a dead address hangs for minutes. This backend talks to a driver child process
@@ -19,6 +23,7 @@ killed as soon as the exit is known (that frees the slots).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -40,12 +45,16 @@ from shipyard.backends.logfile import read_lines
 from shipyard.backends.ray import protocol
 from shipyard.backends.ray.client import DriverProcess, DriverUnavailable, RemoteError
 from shipyard.backends.ray.options import RayOptions
+from shipyard.backends.ray.runner import MAX_READ
 from shipyard.common.errors import NotSupportedYet
+from shipyard.common.files import write_atomically
 
 log = logging.getLogger(__name__)
 
 _BACKOFF_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # between attempts to start the driver again
 _PING_EVERY_S = 5.0  # health() asks the cluster at most this often (in the background)
+_GANG_GRACE_S = 10.0  # the launchers' default: SIGTERM to the other nodes, SIGKILL after
+_MEMBER_KEYS = ("actor", "node_id", "log", "exit_file")
 
 
 class RayBackend(Backend, LogSource):
@@ -174,12 +183,6 @@ class RayBackend(Backend, LogSource):
                 f"(environment.image: {spec.image}): its trials run in the nodes' environment"
             )
         count = len(spec.slots)
-        if count > 1 and self.options.placement_strategy in ("SPREAD", "STRICT_SPREAD"):
-            raise NotSupportedYet(
-                f"the Ray pool {self.pool!r} has placement_strategy "
-                f"{self.options.placement_strategy}: a trial spread over several nodes is not "
-                "supported yet (its ranks run on one node); use STRICT_PACK or PACK"
-            )
         actor = f"shipyard-{self.pool}-trial-{spec.trial_id}-run-{spec.run_id}"
         mirror = Path(spec.log_path or Path(spec.workdir) / "trial.log")
         mirror.parent.mkdir(parents=True, exist_ok=True)
@@ -201,6 +204,7 @@ class RayBackend(Backend, LogSource):
             "work_root": self.options.work_root,
             "pool": self.pool,
             "max_code_bytes": int(self.options.max_code_mb * 1e6),
+            "placement_strategy": self.options.placement_strategy,
         }
         started = time.monotonic()
         try:
@@ -211,32 +215,56 @@ class RayBackend(Backend, LogSource):
             if exc.kind == "NotSupportedYet":
                 raise NotSupportedYet(str(exc)) from exc
             raise RuntimeError(f"the Ray pool {self.pool!r} could not launch: {exc}") from exc
+        members = info["members"]
+        first = members[0]
         log.info(
-            "trial %s run %s is Ray actor %s on node %s (%.2f s)",
-            spec.trial_id, spec.run_id, actor, info["node_id"], time.monotonic() - started,
+            "trial %s run %s is Ray actor(s) %s on node(s) %s (%.2f s)",
+            spec.trial_id, spec.run_id, ", ".join(m["actor"] for m in members),
+            ", ".join(m["node_id"] for m in members), time.monotonic() - started,
         )  # fmt: skip
-        data = {
-            "actor": actor,
-            "pg": f"{actor}-slots",
-            "node_id": info["node_id"],
-            "log": info["log"],
-            "exit_file": info["exit_file"],
-            "log_path": str(mirror),
-            "worker_pid": info["worker_pid"],
-            "cwd": info["cwd"],
-            Handle.ENVIRONMENT: {
-                "ray_address": self.options.address,
-                "node_id": info["node_id"],
-                "actor": actor,
-            },
+        environment: dict[str, Any] = {
+            "ray_address": self.options.address,
+            "node_id": first["node_id"],
+            "actor": first["actor"],
         }
+        data = {
+            "actor": actor,  # the run's name (its key), and member 0's fields, as for one node
+            "pg": f"{actor}-slots",
+            "node_id": first["node_id"],
+            "log": first["log"],
+            "exit_file": first["exit_file"],
+            "log_path": str(mirror),
+            "worker_pid": first["worker_pid"],
+            "cwd": first["cwd"],
+            Handle.ENVIRONMENT: environment,
+        }
+        if len(members) > 1:
+            data["members"] = [
+                {k: m[k] for k in (*_MEMBER_KEYS, "worker_pid", "cwd")} for m in members
+            ]
+            data["grace_s"] = _grace_s(spec.env)
+            environment.update(
+                placement_strategy=self.options.placement_strategy,
+                nodes=len(members),
+                node_ids=[m["node_id"] for m in members],
+                actors=[m["actor"] for m in members],
+            )
         return Handle(backend=self.name, data=data)
 
     # -- polling and stopping ------------------------------------------------------------------
 
+    def _members(self, handle: Handle) -> list[dict[str, Any]]:
+        """The run's actors: a one-node run's handle holds its one actor's fields itself."""
+        members = handle.data.get("members") or [handle.data]
+        return [{k: m[k] for k in _MEMBER_KEYS} for m in members]
+
     def _where(self, handle: Handle) -> dict[str, Any]:
-        keys = ("actor", "pg", "node_id", "log", "exit_file")
-        return {k: handle.data[k] for k in keys}
+        return {
+            "key": handle.data["actor"],
+            "pg": handle.data["pg"],
+            "members": self._members(handle),
+            "grace_s": handle.data.get("grace_s", _GANG_GRACE_S),
+        }
 
     def poll(self, handle: Handle) -> RunState:
         actor = handle.data["actor"]
@@ -263,7 +291,7 @@ class RayBackend(Backend, LogSource):
 
     def terminate(self, handle: Handle, grace_s: float) -> None:
         try:
-            self._call("terminate", actor=handle.data["actor"], grace_s=grace_s)
+            self._call("terminate", members=self._members(handle), grace_s=grace_s)
         except (DriverUnavailable, RemoteError) as exc:
             log.warning("cannot stop Ray actor %s now: %s", handle.data["actor"], exc)
 
@@ -271,7 +299,7 @@ class RayBackend(Backend, LogSource):
         """Copy the rest of the output, then kill the actor and free its slots."""
         self._mirror(handle, final=True)
         try:
-            self._call("release", actor=handle.data["actor"], pg=handle.data.get("pg"))
+            self._call("release", members=self._members(handle), pg=handle.data.get("pg"))
         except (DriverUnavailable, RemoteError) as exc:
             log.warning("cannot release Ray actor %s now: %s", handle.data["actor"], exc)
 
@@ -295,23 +323,55 @@ class RayBackend(Backend, LogSource):
         return read_lines(handle.data["log_path"], offset, final)
 
     def _mirror(self, handle: Handle, final: bool) -> None:
-        """Append what the node's log has beyond the master's copy (all of it when final)."""
+        """Append what the node's log has beyond the master's copy (all of it when final).
+        Several nodes: whole lines of each, their offsets kept beside the copy."""
         actor = handle.data["actor"]
         lock = self._mirror_locks.setdefault(actor, threading.Lock())
         mirror = handle.data["log_path"]
+        members = self._members(handle)
         with lock:
-            while True:
-                size = os.path.getsize(mirror) if os.path.exists(mirror) else 0
-                try:
-                    answer = self._call("read_log", offset=size, **self._where(handle))
-                except (DriverUnavailable, RemoteError):
-                    return  # the master's copy is all there is for now
-                data = protocol.from_b64(answer["data"])
-                if data:
-                    with open(mirror, "ab") as f:
-                        f.write(data)
-                if not data or not final:
-                    return
+            if len(members) == 1:
+                self._mirror_one(members[0], mirror, final)
+                return
+            offsets_file = Path(f"{mirror}.offsets")
+            offsets = _read_offsets(offsets_file, len(members))
+            for index, member in enumerate(members):
+                offsets[index] = self._mirror_lines(member, mirror, offsets[index], final)
+            write_atomically(offsets_file, json.dumps(offsets))
+
+    def _mirror_one(self, member: dict[str, Any], mirror: str, final: bool) -> None:
+        while True:
+            size = os.path.getsize(mirror) if os.path.exists(mirror) else 0
+            try:
+                answer = self._call("read_log", member=member, offset=size)
+            except (DriverUnavailable, RemoteError):
+                return  # the master's copy is all there is for now
+            data = protocol.from_b64(answer["data"])
+            if data:
+                with open(mirror, "ab") as f:
+                    f.write(data)
+            if not data or not final:
+                return
+
+    def _mirror_lines(self, member: dict[str, Any], mirror: str, offset: int, final: bool) -> int:
+        """Whole lines only (a line of one node never splits one of another), but all of it
+        when final; returns the member's new offset."""
+        while True:
+            try:
+                answer = self._call("read_log", member=member, offset=offset)
+            except (DriverUnavailable, RemoteError):
+                return offset
+            data = raw = protocol.from_b64(answer["data"])
+            if not final and (b"\n" in raw or len(raw) < MAX_READ):  # a full window: whole
+                data = raw[: raw.rfind(b"\n") + 1]
+            elif final and data and not data.endswith(b"\n"):
+                data += b"\n"  # the last line of this node, before the next node's
+            if data:
+                with open(mirror, "ab") as f:
+                    f.write(data)
+                offset = min(offset + len(data), answer["offset"])
+            if not data or not final:
+                return offset
 
     def close(self) -> None:
         with self._lock:
@@ -319,3 +379,21 @@ class RayBackend(Backend, LogSource):
             driver, self._driver = self._driver, None
         if driver is not None:
             driver.close()
+
+
+def _grace_s(env: dict[str, str]) -> float:
+    """The gang's grace (SHIPYARD_GANG_GRACE_S, as the launchers read it) for stopping the
+    other nodes when one fails."""
+    try:
+        value = float(env.get("SHIPYARD_GANG_GRACE_S", ""))
+    except ValueError:
+        return _GANG_GRACE_S
+    return value if value >= 0 else _GANG_GRACE_S
+
+
+def _read_offsets(path: Path, count: int) -> list[int]:
+    try:
+        offsets = json.loads(path.read_text())
+    except (OSError, ValueError):
+        offsets = []
+    return [int(o) for o in offsets] if len(offsets) == count else [0] * count

@@ -13,7 +13,10 @@ class RayOptions(BackendOptions, SlotTypeOption):
     type: Literal["ray"] = "ray"
     # The cluster's GCS address, as `ray start --head --port` printed it ("10.0.0.5:6379").
     address: str = Field(min_length=1, pattern=r"^[^\s:]+:\d+$")
-    # A multi-slot trial is one placement group of one bundle per slot.
+    # How a multi-slot trial's slots are placed (placement.py): STRICT_PACK, one bundle on one
+    # node; PACK, one node when one holds the trial, else equal bundles on as few nodes as
+    # fit; SPREAD/STRICT_SPREAD, one bundle per slot over several nodes. Several bundles run
+    # as a multi-node gang, one actor and one launcher each.
     placement_strategy: Literal["STRICT_PACK", "PACK", "SPREAD", "STRICT_SPREAD"] = "STRICT_PACK"
     namespace: str = Field(default="shipyard", min_length=1)
     # Added for the backend (docs/backends/ray.md):

@@ -19,14 +19,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from shipyard.backends.base import signal_as_negative
 from shipyard.backends.ray import keeper, payload
+from shipyard.common.files import read_from, read_int, write_atomically
+from shipyard.common.ports import free_port_pair
 
 MAX_READ = 1 << 20
 
 
-def run_dir(work_root: str | None, namespace: str, pool: str, trial_id: int) -> Path:
+def run_dir(
+    work_root: str | None, namespace: str, pool: str, trial_id: int, node_rank: int | None = None
+) -> Path:
+    """A run's directory on its node; a multi-node gang's actors get one each (node-<k>), as
+    two of them may share a machine and must not unpack over each other's code."""
     root = Path(work_root or Path(tempfile.gettempdir()) / "shipyard-ray")
-    return root / namespace / pool / f"trial-{trial_id}"
+    base = root / namespace / pool / f"trial-{trial_id}"
+    return base if node_rank is None else base / f"node-{node_rank}"
 
 
 class TrialRunner:
@@ -42,7 +50,13 @@ class TrialRunner:
         """Unpack the code and start the trial; returns where it runs."""
         import ray  # only on the node: the module is also imported by the driver
 
-        base = run_dir(spec["work_root"], spec["namespace"], spec["pool"], spec["trial_id"])
+        base = run_dir(
+            spec["work_root"],
+            spec["namespace"],
+            spec["pool"],
+            spec["trial_id"],
+            spec.get("node_rank"),
+        )
         code_dir = base / "code"
         payload.unpack(spec["code"], str(code_dir))
         # The launch's own token: a run relaunched under the same name never reads the files
@@ -59,6 +73,8 @@ class TrialRunner:
         env["SHIPYARD_SLOT_IDS"] = ",".join(_slot_ids(spec["slot_kind"], spec["slots"]))
         if spec["slot_kind"] == "gpu":
             env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        node_id = ray.get_runtime_context().get_node_id()
+        env["SHIPYARD_RAY_NODE_ID"] = node_id  # where the trial runs, for its own logs
         # Started and waited for by a thread of its own: the keeper's PR_SET_PDEATHSIG fires
         # when the thread that forked it ends, and Ray's call threads are not ours to keep.
         started = threading.Event()
@@ -71,7 +87,7 @@ class TrialRunner:
             raise failure[0]
         assert self._proc is not None
         return {
-            "node_id": ray.get_runtime_context().get_node_id(),
+            "node_id": node_id,
             "worker_pid": os.getpid(),
             "pid": self._proc.pid,
             "cwd": str(code_dir),
@@ -98,15 +114,22 @@ class TrialRunner:
         finally:
             started.set()
         code = self._proc.wait()
-        code = 128 - code if code < 0 else code  # the keeper itself killed by a signal
-        tmp = self._exit_file.with_suffix(".tmp")
-        tmp.write_text(f"{code}\n")
-        os.replace(tmp, self._exit_file)
+        # -N: the keeper itself died of signal N; 128 + N: the trial did (the keeper's exit).
+        code = signal_as_negative(code)
+        write_atomically(self._exit_file, f"{code}\n")
+
+    def rendezvous(self) -> str:
+        """For node 0 of a multi-node gang: "ip:port" with this node's IP as the other nodes
+        reach it and a port p with p and p + 1 free here (the launchers' contract: torch's
+        MASTER_PORT and Shipyard's coordinator)."""
+        import ray
+
+        return f"{ray.util.get_node_ip_address()}:{free_port_pair()}"
 
     def poll(self) -> int | None:
         """The exit code once the trial ended (and is recorded on the node), else None."""
         assert self._exit_file is not None
-        return read_exit(str(self._exit_file))
+        return read_int(self._exit_file)
 
     def read_log(self, offset: int) -> tuple[int, bytes]:
         assert self._log_path is not None
@@ -144,28 +167,16 @@ def _slot_ids(kind: str, count: int) -> list[str]:
     return [f"cpu{i}" for i in range(count)]
 
 
-def read_exit(path: str) -> int | None:
-    try:
-        return int(Path(path).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
 def read_file(path: str, offset: int) -> tuple[int, bytes]:
     """Bytes of a node's file from offset (at most MAX_READ) and the new offset."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(MAX_READ)
-    except FileNotFoundError:
-        return offset, b""
+    data = read_from(path, offset, MAX_READ)
     return offset + len(data), data
 
 
 def read_run_files(log: str, offset: int, exit_file: str) -> tuple[int, bytes, int | None]:
     """For a task pinned to the run's node after its actor is gone."""
     new_offset, data = read_file(log, offset)
-    return new_offset, data, read_exit(exit_file)
+    return new_offset, data, read_int(exit_file)
 
 
 def _killpg(pid: int, sig: int) -> None:

@@ -1,12 +1,14 @@
 """Trials as Slurm batch jobs (docs/backends/slurm.md).
 
 One trial run is one job: one task on one node with the trial's slots (CPUs, or GPUs of the
-pool's gres); a multi-slot trial runs its ranks on that node through its launcher. The batch
+pool's gres); a multi-slot trial runs its ranks on that node through its launcher. A trial
+larger than any node spans several: srun starts one task (the launcher) per node, each with
+an equal share of the slots and the multi-node variables of launch/_gang.py. The batch
 script (script.py) and the job's output, exit code and requeue marker are files next to the
 run's log, so the log and the working dir must be on a file system the master and the nodes
 share. Slurm may requeue a job (preemption, node failure): the backend then reports the run
 PREEMPTED and cancels the job, and Shipyard restarts the trial from its checkpoint with a
-fresh environment. Trials larger than one node (multi-node gangs) are not supported yet.
+fresh environment.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +29,26 @@ from shipyard.backends.base import (
     Slot,
     TrialLaunchSpec,
 )
+from shipyard.backends.health import BackgroundProbe
 from shipyard.backends.logfile import read_lines
 from shipyard.backends.slurm.commands import SlurmCommandError, SlurmCommands
 from shipyard.backends.slurm.jobs import LIVE, JobInfo, JobTable, ended_record
-from shipyard.backends.slurm.nodes import make_slots, slots_per_node
+from shipyard.backends.slurm.nodes import make_slots, nodes_for, slots_per_node
 from shipyard.backends.slurm.options import SlurmOptions
-from shipyard.backends.slurm.script import JobFiles, batch_script, sbatch_args, write_atomically
-from shipyard.common.errors import NotSupportedYet
+from shipyard.backends.slurm.script import JobFiles, batch_script, sbatch_args
+from shipyard.common.errors import ConfigError, NotSupportedYet
+from shipyard.common.files import write_atomically
 
 log = logging.getLogger(__name__)
 
 HEALTH_MAX_AGE_S = 5.0
 _ESCALATE_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class _Health:
+    problem: str | None = None  # why no trial can run now
+    unreachable: str | None = None  # why no Slurm command can answer now
 
 
 class SlurmBackend(Backend, LogSource):
@@ -54,15 +65,14 @@ class SlurmBackend(Backend, LogSource):
         self._closed = threading.Event()
         self._nodes: dict[str, int] = {}
         self._slots: list[Slot] = []
-        self._health: str | None = None  # why no trial can run now
-        self._unreachable: str | None = None  # why no Slurm command can answer now
-        self._health_at = 0.0
-        self._health_refresh: threading.Thread | None = None
-        self._check()  # never raises: an unreachable cluster is a health problem
+        self._health = BackgroundProbe(
+            self._check, _Health(), max_age_s=HEALTH_MAX_AGE_S, name=f"slurm-health-{pool}"
+        )
+        self._health.check()  # never raises: an unreachable cluster is a health problem
 
     # -- capacity and health -----------------------------------------------------------------
 
-    def _check(self) -> None:
+    def _check(self) -> _Health:
         """Is slurmctld there, and which slots has the partition (asked until known)?"""
         unreachable = self._commands.config_problem() or self._ping()
         problem = unreachable
@@ -77,12 +87,9 @@ class SlurmBackend(Backend, LogSource):
                     self._slots = make_slots(nodes, self.options)
                 if not self._slots:
                     problem = f"the partition's nodes have no {self._slot_words()}"
-        with self._lock:
-            changed = problem != self._health
-            self._unreachable, self._health = unreachable, problem
-            self._health_at = time.monotonic()
-        if changed:
+        if problem != self._health.last.problem:
             log.warning("Slurm pool %r: %s", self.pool, problem or "slurmctld answers again")
+        return _Health(problem, unreachable)
 
     def _ping(self) -> str | None:
         # scontrol ping answers at once when slurmctld is down; sinfo retries for seconds.
@@ -99,30 +106,16 @@ class SlurmBackend(Backend, LogSource):
 
     def capacity(self) -> list[Slot]:
         with self._lock:
-            if self._slots:
-                return list(self._slots)
-        self.health()  # Slurm was unreachable: look again (at most every few seconds)
-        with self._lock:
             return list(self._slots)
 
     def health(self) -> str | None:
         """The last check's verdict; a stale one is checked again in the background, so a
         slow or dead slurmctld never blocks the caller."""
-        with self._lock:
-            problem = self._health
-            stale = time.monotonic() - self._health_at > HEALTH_MAX_AGE_S
-            if stale and not self._closed.is_set():
-                if self._health_refresh is None or not self._health_refresh.is_alive():
-                    self._health_refresh = threading.Thread(
-                        target=self._check, daemon=True, name=f"slurm-health-{self.pool}"
-                    )
-                    self._health_refresh.start()
-        return problem
+        return self._health.get().problem
 
     def _recheck_soon(self) -> None:
         """A command failed: health() checks Slurm again at its next call."""
-        with self._lock:
-            self._health_at = 0.0
+        self._health.expire()
 
     # -- launching ----------------------------------------------------------------------------
 
@@ -132,14 +125,15 @@ class SlurmBackend(Backend, LogSource):
                 f"the Slurm pool {self.pool!r} cannot run a trial in a container image yet "
                 f"(environment.image: {spec.image}): its trials run in the nodes' environment"
             )
-        self._check_fits(len(spec.slots))
+        spanned = self._nodes_for(len(spec.slots))
         files = JobFiles.for_log(spec.log_path or str(Path(spec.workdir) / "trial.log"))
         files.log.parent.mkdir(parents=True, exist_ok=True)
         for stale in (files.exit, files.preempted, files.job_id):
             stale.unlink(missing_ok=True)
-        write_atomically(files.script, batch_script(spec, files, self.options), mode=0o600)
+        script = batch_script(spec, files, self.options, nodes=spanned)
+        write_atomically(files.script, script, mode=0o600)
         try:
-            out = self._commands.run("sbatch", *sbatch_args(spec, files, self.options))
+            out = self._commands.run("sbatch", *sbatch_args(spec, files, self.options, spanned))
         except SlurmCommandError as exc:
             self._recheck_soon()
             raise RuntimeError(
@@ -147,21 +141,26 @@ class SlurmBackend(Backend, LogSource):
             ) from exc
         job_id = int(out.strip().split(";")[0])  # --parsable: "id" or "id;cluster"
         # Before the handle reaches the database: a master that dies now finds the job.
-        write_atomically(files.job_id, f"{job_id}\n")
+        write_atomically(files.job_id, f"{job_id}\n", mode=0o644)
         self._jobs.follow(job_id)
         log.info("trial %s run %s is Slurm job %s", spec.trial_id, spec.run_id, job_id)
         return Handle(backend=self.name, data=files.handle_data(job_id))
 
-    def _check_fits(self, count: int) -> None:
+    def _nodes_for(self, count: int) -> int:
+        """How many nodes the trial spans (the node groups of its gang)."""
         with self._lock:
-            largest = max(self._nodes.values(), default=0)
-        if largest and count > largest:
-            raise NotSupportedYet(
-                f"a trial of {count} slots does not fit on one node of the Slurm pool "
-                f"{self.pool!r} (its largest node has {largest} {self._slot_words()}): "
-                "multi-node trials are not supported yet; ask for at most "
-                f"{largest} in resources.slots_per_trial"
+            nodes = dict(self._nodes)
+        if not nodes:
+            return 1  # not known yet: Slurm says at submit if it cannot hold the job
+        spanned = nodes_for(count, nodes)
+        if spanned is None:
+            raise ConfigError(
+                f"a trial of {count} slots does not fit in the Slurm pool {self.pool!r}: "
+                f"no set of its nodes holds an equal share each (nodes have "
+                f"{', '.join(str(n) for n in sorted(nodes.values(), reverse=True))} "
+                f"{self._slot_words()}); choose resources.slots_per_trial to divide evenly"
             )
+        return spanned
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -176,9 +175,9 @@ class SlurmBackend(Backend, LogSource):
         if reason is not None:
             return self._ended(job_id, RunState(RunStatus.PREEMPTED, reason=reason))
         try:
-            self.health()  # re-checks a stale verdict in the background
-            if self._unreachable is not None:
-                raise SlurmCommandError(self._unreachable)  # no squeue to wait for
+            unreachable = self._health.get().unreachable  # re-checked in the background
+            if unreachable is not None:
+                raise SlurmCommandError(unreachable)  # no squeue to wait for
             job = self._jobs.get(job_id)
         except SlurmCommandError:
             # slurmctld does not answer: the node's exit file still tells an ended trial,
@@ -231,7 +230,7 @@ class SlurmBackend(Backend, LogSource):
             return RunState(RunStatus.RUNNING)  # the first copy is still being stopped
         verb = "preempted" if job.state == "PREEMPTED" else "requeued"
         reason = f"Slurm {verb} job {job_id}"
-        write_atomically(files.preempted, reason + "\n")  # a restarted master agrees
+        write_atomically(files.preempted, reason + "\n", mode=0o644)  # a restarted master agrees
         return self._ended(job_id, RunState(RunStatus.PREEMPTED, reason=reason))
 
     def _ended(self, job_id: int, state: RunState) -> RunState:
@@ -313,3 +312,4 @@ class SlurmBackend(Backend, LogSource):
 
     def close(self) -> None:
         self._closed.set()
+        self._health.close()

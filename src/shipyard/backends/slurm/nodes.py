@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from shipyard.backends.base import Slot
+from shipyard.backends.base import Slot, numbered_slots
 from shipyard.backends.slurm.commands import SlurmCommandError, SlurmCommands
 from shipyard.backends.slurm.options import SlurmOptions
 
@@ -53,7 +53,15 @@ def make_slots(nodes: dict[str, int], options: SlurmOptions) -> list[Slot]:
     """Slot ids count the partition's slots: "cpu0".."cpuN-1" or "gpu0"..; where a trial's
     processes run is Slurm's choice (the job learns its devices on the node)."""
     device = f"slurm:{options.partition or 'default'}"
-    kind = options.slot_type
-    return [
-        Slot(id=f"{kind}{i}", kind=kind, device=device, index=i) for i in range(sum(nodes.values()))
-    ]
+    return numbered_slots(options.slot_type, sum(nodes.values()), device)
+
+
+def nodes_for(count: int, nodes: dict[str, int]) -> int | None:
+    """On how many nodes a trial of ``count`` slots runs: one if a node holds it, else the
+    fewest nodes that each hold an equal share (the launchers run as many ranks per node);
+    None if the partition has no such nodes."""
+    sizes = sorted(nodes.values(), reverse=True)
+    for k in range(1, len(sizes) + 1):
+        if count % k == 0 and sizes[k - 1] >= count // k:
+            return k
+    return None

@@ -8,15 +8,15 @@ user value is shell-quoted; the script is mode 0600 because the environment may 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shipyard.backends.base import TrialLaunchSpec
+from shipyard.backends.base import SHELL_SIGNAL_AS_NEGATIVE, TrialLaunchSpec
 from shipyard.backends.slurm.options import SlurmOptions
+from shipyard.common.files import read_int
 
 # Exit code of a run whose script could not start the trial (no working dir, no GPUs).
 EXIT_SETUP = 125
@@ -48,10 +48,10 @@ class JobFiles:
         )
 
     def exit_code(self) -> int | None:
-        return _read_int(self.exit)
+        return read_int(self.exit)
 
     def recorded_job_id(self) -> int | None:
-        return _read_int(self.job_id)
+        return read_int(self.job_id)
 
     def preempted_reason(self) -> str | None:
         try:
@@ -68,23 +68,9 @@ class JobFiles:
         }
 
 
-def _read_int(path: Path) -> int | None:
-    try:
-        return int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)  # O_CREAT's mode does not apply to a file left by a failed attempt
-    os.replace(tmp, path)
-
-
-def batch_script(spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions) -> str:
+def batch_script(
+    spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions, nodes: int = 1
+) -> str:
     q = shlex.quote
     exports, skipped = [], []
     for key, value in spec.env.items():
@@ -117,27 +103,71 @@ def batch_script(spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions) 
     ]
     if skipped:
         lines.append(f"# not exported (not shell names): {' '.join(sorted(skipped))}")
-    lines += _slot_ids(len(spec.slots), options)
+    per_node = len(spec.slots) // nodes
+    if nodes == 1:
+        lines += _slot_ids(per_node, options, fail=f"record {EXIT_SETUP}; exit {EXIT_SETUP}")
+        lines.append("export SHIPYARD_SLOT_IDS")
+    else:
+        lines += _rendezvous(nodes)
     lines += [
-        "export SHIPYARD_SLOT_IDS",
         f"cd {q(spec.workdir)} || {{ record {EXIT_SETUP}; exit {EXIT_SETUP}; }}",
         "# scancel --signal=TERM --full signals the trial itself; the script lives on to",
         "# record how the trial ended.",
         "trap : TERM",
         # As arguments, never as shell words: an argv[0] like A=1 is a command, not a variable.
         f"set -- {shlex.join(spec.argv)}",
-        '"$@"',
-        "code=$?",
-        'record "$code"',
-        'exit "$code"',
     ]
+    if nodes == 1:
+        lines.append('"$@"')
+    else:
+        # One task a node, each naming its own slots; one failing task ends them all.
+        per_task = _slot_ids(per_node, options, fail=f"exit {EXIT_SETUP}") + [
+            "export SHIPYARD_SLOT_IDS",
+            "SHIPYARD_NODE_RANK=$SLURM_NODEID; export SHIPYARD_NODE_RANK",
+            'exec "$@"',
+        ]
+        lines.append(
+            f"srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=1 "
+            f'sh -c {q(chr(10).join(per_task))} shipyard-node "$@"'
+        )
+    lines += ["code=$?", SHELL_SIGNAL_AS_NEGATIVE, 'record "$rec"', 'exit "$code"']
     return "\n".join(lines) + "\n"
 
 
-def _slot_ids(count: int, options: SlurmOptions) -> list[str]:
-    """Shell lines that set SHIPYARD_SLOT_IDS to what Slurm gave: N CPUs are cpu0..cpuN-1;
-    GPUs are gpu<d> for each device d of the job's CUDA_VISIBLE_DEVICES (the CUDA index the
-    launcher pins each rank to)."""
+# A port p with p+1 free too, on the node running the batch script (node 0 of the job):
+# the launchers of node 0 bind both (launch/_gang.py). shipyard.common.ports does the same,
+# but this runs with the node's python3, which need not be the one with Shipyard installed.
+_FREE_PORT_PAIR = """
+import socket
+for _ in range(50):
+    with socket.socket() as a, socket.socket() as b:
+        a.bind(("", 0))
+        port = a.getsockname()[1]
+        try:
+            b.bind(("", port + 1))
+        except OSError:
+            continue
+    print(port)
+    break
+"""
+
+
+def _rendezvous(nodes: int) -> list[str]:
+    """Shell lines that export the multi-node variables every node's launcher reads: the
+    number of nodes and where node 0 (the first of the allocation) listens."""
+    return [
+        f"SHIPYARD_NUM_NODES={nodes}; export SHIPYARD_NUM_NODES",
+        'first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        "addr=$(scontrol show node \"$first\" -o | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')",
+        f"port=$(python3 -c {shlex.quote(_FREE_PORT_PAIR)})",
+        'SHIPYARD_RENDEZVOUS_ADDR="${addr:-$first}:$port"; export SHIPYARD_RENDEZVOUS_ADDR',
+    ]
+
+
+def _slot_ids(count: int, options: SlurmOptions, fail: str) -> list[str]:
+    """Shell lines that set SHIPYARD_SLOT_IDS to what Slurm gave on this node: N CPUs are
+    cpu0..cpuN-1; GPUs are gpu<d> for each device d of CUDA_VISIBLE_DEVICES (the CUDA index
+    the launcher pins each rank to); ``fail`` runs when Slurm gave no GPUs."""
     if options.slot_type == "cpu":
         return ["SHIPYARD_SLOT_IDS=" + ",".join(f"cpu{i}" for i in range(count))]
     missing = (
@@ -147,24 +177,27 @@ def _slot_ids(count: int, options: SlurmOptions) -> list[str]:
     return [
         'if [ -z "${CUDA_VISIBLE_DEVICES:-}" ]; then',
         f"    echo {shlex.quote(missing)} >&2",
-        f"    record {EXIT_SETUP}; exit {EXIT_SETUP}",
+        f"    {fail}",
         "fi",
         "SHIPYARD_SLOT_IDS=$(printf '%s' \"$CUDA_VISIBLE_DEVICES\" | sed 's/[^,][^,]*/gpu&/g')",
     ]
 
 
-def sbatch_args(spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions) -> list[str]:
-    """sbatch's arguments: one task on one node with the trial's slots, its output appended
-    to the run's log, requeue allowed (Slurm may preempt it); the pool's options, then its
-    extra sbatch_args (last, so they win), then the script."""
-    count = len(spec.slots)
+def sbatch_args(
+    spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions, nodes: int = 1
+) -> list[str]:
+    """sbatch's arguments: one task a node, each with its share of the trial's slots, the
+    output appended to the run's log, requeue allowed (Slurm may preempt it); the pool's
+    options, then its extra sbatch_args (last, so they win), then the script."""
+    count = len(spec.slots) // nodes  # per node: --gres and --cpus-per-task are
     args = [
         "--parsable",
         f"--job-name=shipyard-trial-{spec.trial_id}-run-{spec.run_id}",
         f"--output={_no_patterns(str(files.log))}",
         "--open-mode=append",
-        "--nodes=1",
-        "--ntasks=1",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
         "--requeue",
     ]
     if options.slot_type == "cpu":

@@ -17,7 +17,6 @@ _PY_OPTS_WITH_VALUE = ("-W", "-X", "-Q")
 # Launchers run as `python3 -m shipyard.launch.<name> [OPTIONS] [--] CMD ARGS...`.
 LAUNCHER_PACKAGE = "shipyard.launch."
 LAUNCHERS = ("torch_distributed", "tensorflow", "mpi")
-PLANNED_LAUNCHERS: tuple[str, ...] = ()
 # Each launcher's options that take a value, skipped to find the command it runs.
 _LAUNCHER_OPTIONS = {"torch_distributed": ("--nproc",), "tensorflow": ("--nproc", "--ps")}
 
@@ -52,11 +51,6 @@ def _check_launcher(command: list[str]) -> None:
         return
     name, rest = found
     known = ", ".join(LAUNCHER_PACKAGE + n for n in LAUNCHERS)
-    if name in PLANNED_LAUNCHERS:
-        raise not_supported(
-            f"the launcher {LAUNCHER_PACKAGE}{name} is not supported yet; the launchers are: "
-            f"{known}"
-        )
     if name not in LAUNCHERS:
         raise invalid(f"there is no launcher {LAUNCHER_PACKAGE}{name}; the launchers are: {known}")
     if _launcher_command(name, rest) is None:

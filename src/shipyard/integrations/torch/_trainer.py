@@ -94,6 +94,9 @@ class Trainer:
             )
             self._revalidate_after_restore()
             self.outcome = self._run(to_steps(max_length, per_epoch) if max_length else None)
+            if created_group:
+                # Leave together: a gloo rank whose peer tears the group down first may abort.
+                dist.barrier()
         finally:
             if created_group and dist.is_initialized():
                 dist.destroy_process_group()
@@ -298,7 +301,6 @@ class Trainer:
                     records[key] = [value]
             self._batches_trained += 1
             self._batch_in_epoch += 1
-            self._poll_signals()
         if self._scaler is not None:
             self._scaler.step(self._optimizer)
             self._scaler.update()
@@ -312,6 +314,7 @@ class Trainer:
             self._iter = None
             self._epoch += 1
             self._batch_in_epoch = 0
+        self._poll_signals()
 
     def _forward_backward(self, batch: Any, window: int) -> Mapping[str, Any]:
         if self._amp_dtype is None:
@@ -349,9 +352,9 @@ class Trainer:
         return loss
 
     def _poll_signals(self) -> None:
-        """Every batch, on every rank (with several shipyard ranks these are collectives)."""
-        preempt = self.ctx.preempt.should_preempt()
-        stop = self.ctx.searcher.should_stop()
+        """Once per optimizer step (the unit of checkpoints), on every rank: with several
+        shipyard ranks one collective carries both answers."""
+        preempt, stop = self.ctx.should_preempt_or_stop()
         if self._broadcast_flags:
             flags = torch.tensor([preempt, stop], dtype=torch.uint8, device=self.device)
             dist.broadcast(flags, src=0)

@@ -101,8 +101,21 @@ def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str
 
 
 def _check_image_runs_in(pool: Pool, config: dict) -> None:
-    """Only local pools run containers so far: say so at submit, not at each launch."""
-    if pool.type != "local" and (config.get("environment") or {}).get("image"):
+    """Local pools run a trial in a container when it names an image, Kubernetes pools
+    always do, the others never (yet): say so at submit, not at each launch."""
+    image = (config.get("environment") or {}).get("image")
+    if pool.type == "kubernetes" and not image:
+        raise ConfigError(
+            "a kubernetes pool runs every trial in a container",
+            [
+                {
+                    "path": "environment.image",
+                    "message": f"resource pool {pool.name!r} is a kubernetes pool: set "
+                    "environment.image to an image with python3 (>= 3.11)",
+                }
+            ],
+        )
+    if pool.type not in ("local", "kubernetes") and image:
         raise NotSupportedYet(
             f"containers are not supported yet in a {pool.type} pool",
             [
@@ -110,7 +123,7 @@ def _check_image_runs_in(pool: Pool, config: dict) -> None:
                     "path": "environment.image",
                     "message": f"resource pool {pool.name!r} is a {pool.type} pool, which "
                     "runs trials without containers: not supported yet; remove "
-                    "environment.image or use a local pool",
+                    "environment.image or use a local or kubernetes pool",
                 }
             ],
         )

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from shipyard.common import api
+from shipyard.common import api, log_prefix
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 
@@ -36,21 +34,15 @@ def append(trial: orm.Trial, chunk: bytes, new_offset: int, *, session: Session)
     return len(rows)
 
 
-# A gang launcher (shipyard.launch) writes "[rank=R] line" for its ranks' output and
-# "[launcher] line" for its own (see launch/_gang.py).
-_RANK_PREFIX = re.compile(r"^\[rank=(\d{1,6})\] ")
-_LAUNCHER_PREFIX = "[launcher] "
-
-
 def parse_line(line: str) -> tuple[int, str, str]:
     """(rank, stream, text) of an output line: a rank's line is stored under its rank with
     stream "rank", the launcher's with stream "launcher" (rank 0), each without its prefix;
     any other line is rank 0's "output"."""
-    match = _RANK_PREFIX.match(line)
+    match = log_prefix.RANK_PATTERN.match(line)
     if match:
         return int(match.group(1)), api.LOG_STREAM_RANK, line[match.end() :]
-    if line.startswith(_LAUNCHER_PREFIX):
-        return 0, api.LOG_STREAM_LAUNCHER, line[len(_LAUNCHER_PREFIX) :]
+    if line.startswith(log_prefix.LAUNCHER):
+        return 0, api.LOG_STREAM_LAUNCHER, line[len(log_prefix.LAUNCHER) :]
     return 0, api.LOG_STREAM_OUTPUT, line
 
 

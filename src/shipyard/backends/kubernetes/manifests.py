@@ -1,0 +1,204 @@
+"""A trial run as Kubernetes objects, built with the official client's models: one Job per
+rank group (a Pod that runs the group's ranks through the trial's launcher), and for a gang
+of several groups a headless Service by which the groups find group 0.
+
+The Pod sees the trial's files at the master's paths (hostPath volumes: the nodes must share
+the master's file system there, as on a Slurm cluster), and the master's shipyard package
+mounted read-only, so an image needs only python3 (>= 3.11). Its environment is the trial's,
+plus the multi-node variables of launch/_gang.py when there are several groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from shipyard.backends.base import TrialLaunchSpec
+from shipyard.backends.kubernetes.cluster import GROUP_LABEL, RUN_LABEL, RunManifests
+from shipyard.backends.kubernetes.options import KubernetesOptions
+from shipyard.backends.local.containers import container_env, mounts_for
+from shipyard.common.errors import ConfigError
+
+CONTAINER = "trial"
+_PROPAGATION = {  # docker's bind propagation -> Kubernetes' mountPropagation
+    "rslave": "HostToContainer",
+    "slave": "HostToContainer",
+    "rshared": "Bidirectional",
+    "shared": "Bidirectional",
+}
+_SERIALIZER = client.ApiClient()
+
+
+def run_name(spec: TrialLaunchSpec) -> str:
+    """A DNS label unique per master and run (the log path is), short enough for suffixes."""
+    suffix = hashlib.sha256(str(spec.log_path or spec.workdir).encode()).hexdigest()[:8]
+    return f"shipyard-t{spec.trial_id}-r{spec.run_id}-{suffix}"
+
+
+def group_sizes(slots: int, slots_per_pod: int | None) -> list[int]:
+    """How many slots each rank group (Pod) gets: equal groups, as the launchers need."""
+    per_pod = min(slots_per_pod or slots, slots) or 1
+    if slots % per_pod:
+        raise ConfigError(
+            f"resources.slots_per_trial {slots} is not a multiple of the kubernetes pool's "
+            f"slots_per_pod {per_pod}: every Pod of a gang runs as many ranks"
+        )
+    return [per_pod] * max(1, slots // per_pod)
+
+
+def build(
+    spec: TrialLaunchSpec,
+    options: KubernetesOptions,
+    *,
+    rendezvous: Callable[[str], tuple[str, int]],
+    host_network: bool,
+) -> RunManifests:
+    """The run's objects as plain dicts (what the API takes, and what `kube play` reads)."""
+    if not spec.image:
+        raise ConfigError(
+            "a kubernetes pool runs every trial in a container: set environment.image"
+        )
+    name = run_name(spec)
+    sizes = group_sizes(len(spec.slots), options.slots_per_pod)
+    kind = spec.slots[0].kind if spec.slots else "cpu"
+    meet = rendezvous(name) if len(sizes) > 1 else None
+    jobs = []
+    for group, size in enumerate(sizes):
+        env = container_env(spec)
+        env["SHIPYARD_SLOT_IDS"] = ",".join(f"{kind}{i}" for i in range(size))
+        if options.master_url:
+            env["SHIPYARD_MASTER"] = options.master_url
+        if meet is not None:
+            env["SHIPYARD_NUM_NODES"] = str(len(sizes))
+            env["SHIPYARD_NODE_RANK"] = str(group)
+            env["SHIPYARD_RENDEZVOUS_ADDR"] = f"{meet[0]}:{meet[1]}"
+        pod = _pod_spec(spec, options, env, kind, size, host_network)
+        if len(sizes) > 1:
+            pod.hostname, pod.subdomain = f"g{group}", name  # g0.<name>.<namespace>.svc
+        labels = _labels(spec, name) | {GROUP_LABEL: str(group)}
+        job = client.V1Job(
+            api_version="batch/v1",
+            kind="Job",
+            metadata=client.V1ObjectMeta(name=f"{name}-g{group}", labels=labels),
+            spec=client.V1JobSpec(
+                backoff_limit=0,  # Shipyard restarts trials itself, from their checkpoint
+                completions=1,
+                parallelism=1,
+                template=client.V1PodTemplateSpec(
+                    metadata=client.V1ObjectMeta(labels=labels), spec=pod
+                ),
+            ),
+        )
+        jobs.append(_SERIALIZER.sanitize_for_serialization(job))
+    service = None
+    if meet is not None:
+        service = _SERIALIZER.sanitize_for_serialization(
+            _headless_service(name, _labels(spec, name), meet[1])
+        )
+    return RunManifests(name=name, jobs=jobs, service=service)
+
+
+def _labels(spec: TrialLaunchSpec, name: str) -> dict[str, str]:
+    return {
+        RUN_LABEL: name,
+        "shipyard.ai/trial-id": str(spec.trial_id),
+        "shipyard.ai/run-id": str(spec.run_id),
+    }
+
+
+def _pod_spec(
+    spec: TrialLaunchSpec,
+    options: KubernetesOptions,
+    env: dict[str, str],
+    kind: str,
+    size: int,
+    host_network: bool,
+) -> client.V1PodSpec:
+    volumes, volume_mounts = [], []
+    for i, mount in enumerate(mounts_for(spec)):
+        volumes.append(
+            client.V1Volume(
+                name=f"v{i}", host_path=client.V1HostPathVolumeSource(path=mount.source)
+            )
+        )
+        volume_mounts.append(
+            client.V1VolumeMount(
+                name=f"v{i}",
+                mount_path=mount.target,
+                read_only=mount.read_only or None,
+                mount_propagation=_PROPAGATION.get(mount.propagation),
+            )
+        )
+    if kind == "gpu":
+        resources = client.V1ResourceRequirements(limits={options.gpu_resource: str(size)})
+    else:
+        resources = client.V1ResourceRequirements(requests={"cpu": str(size)})
+    container = client.V1Container(
+        name=CONTAINER,
+        image=spec.image,
+        image_pull_policy=options.image_pull_policy,
+        command=list(spec.argv),
+        working_dir=spec.workdir,
+        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(env.items())],
+        volume_mounts=volume_mounts,
+        resources=resources,
+        security_context=_user(),
+    )
+    return client.V1PodSpec(
+        containers=[container],
+        volumes=volumes,
+        restart_policy="Never",
+        # The pause container is PID 1, not the trial: PID 1 ignores a SIGTERM it has no
+        # handler for, and a plain `python3 train.py` would then live until the SIGKILL.
+        share_process_namespace=True,
+        host_network=host_network or None,
+        dns_policy="ClusterFirstWithHostNet" if host_network else None,
+        termination_grace_period_seconds=options.termination_grace_s,
+        service_account_name=options.service_account,
+        automount_service_account_token=False,  # a trial has no business with the API
+        enable_service_links=False,  # no Service variables in the trial's environment
+        node_selector=options.node_selector or None,
+        tolerations=[_model(t, "V1Toleration") for t in options.tolerations] or None,
+    )
+
+
+def _model(manifest: dict[str, Any], kind: str) -> Any:
+    """A manifest fragment as written in YAML (camelCase) as the client's model."""
+    return _SERIALIZER.deserialize(json.dumps(manifest), kind, "application/json")
+
+
+def _user() -> client.V1SecurityContext | None:
+    """Files the trial writes (checkpoints) belong to the master's user, so it can delete
+    them: a non-root master runs the trial as itself."""
+    if os.getuid() == 0:
+        return None
+    return client.V1SecurityContext(run_as_user=os.getuid(), run_as_group=os.getgid())
+
+
+def _headless_service(name: str, labels: dict[str, str], port: int) -> client.V1Service:
+    return client.V1Service(
+        api_version="v1",
+        kind="Service",
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1ServiceSpec(
+            cluster_ip="None",
+            selector={RUN_LABEL: name, GROUP_LABEL: "0"},
+            publish_not_ready_addresses=True,  # the groups meet before any is "ready"
+            ports=[
+                client.V1ServicePort(name="rendezvous", port=port),
+                client.V1ServicePort(name="coordinator", port=port + 1),
+            ],
+        ),
+    )
+
+
+def pod_of(job: dict[str, Any]) -> dict[str, Any]:
+    """A Job's Pod as a Pod manifest of its own (named as the Job)."""
+    template = job["spec"]["template"]
+    metadata = {**template.get("metadata", {}), "name": job["metadata"]["name"]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}

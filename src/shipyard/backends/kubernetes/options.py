@@ -1,0 +1,38 @@
+"""A `type: kubernetes` pool's settings: where the cluster is and what each trial's Pod gets."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from shipyard.backends.options import BackendOptions, SlotTypeOption
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
+class KubernetesOptions(BackendOptions, SlotTypeOption):
+    type: Literal["kubernetes"] = "kubernetes"
+    # api: a Kubernetes API server, through the official client (kubeconfig, else in-cluster).
+    # podman: the same Pod specs run by `podman kube play` on the master's machine, with no
+    # API server (what Shipyard's tests run; also one machine without a cluster).
+    engine: Literal["api", "podman"] = "api"
+    namespace: str = Field(default="default", pattern=_DNS_LABEL)
+    kubeconfig: str | None = None  # default: in-cluster config, else ~/.kube/config
+    context: str | None = None  # a kubeconfig context other than its current one
+    # The image of trials whose experiment sets no environment.image.
+    default_image: str | None = None
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    # How the trial's Pods reach the master (default: the master's own URL, right when the
+    # Pods use the host's network).
+    master_url: str | None = None
+    host_network: bool = False
+    # A gang larger than this is split into rank groups, one Job (one Pod) each; default: the
+    # whole gang in one Pod.
+    slots_per_pod: int | None = Field(default=None, ge=1)
+    gpu_resource: str = "nvidia.com/gpu"  # the extended resource a GPU slot asks for
+    service_account: str | None = None
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    # SIGKILL this long after SIGTERM if the master cannot do it itself (it died meanwhile).
+    termination_grace_s: int = Field(default=600, ge=0)
