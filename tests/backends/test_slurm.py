@@ -46,6 +46,16 @@ def job_fields(cluster: SlurmCluster, job_id: int) -> dict[str, str]:
     return dict(word.split("=", 1) for word in out.split() if "=" in word)
 
 
+def settled_job_fields(cluster: SlurmCluster, job_id: int, timeout_s: float = 30) -> dict[str, str]:
+    """job_fields once Slurm is done ending the job (COMPLETING is on the way to its end)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = job_fields(cluster, job_id)
+        if job["JobState"] != "COMPLETING" or time.monotonic() > deadline:
+            return job
+        time.sleep(0.1)
+
+
 def test_capacity_is_the_partitions_cpus_or_gpus(slurm_cluster):
     cpus = backend_with(slurm_cluster, slot_type="cpu").capacity()
     assert [s.id for s in cpus] == [f"cpu{i}" for i in range(NODE_CPUS)]
@@ -258,7 +268,7 @@ def test_a_job_slurm_requeues_is_preempted_and_its_second_copy_cancelled(
     state = wait_exit(backend, handle, timeout=30)
     assert (state.status, state.reason) == (RunStatus.PREEMPTED, f"Slurm requeued job {job_id}")
     assert backend.poll(handle) == state
-    job = job_fields(slurm_cluster, job_id)
+    job = settled_job_fields(slurm_cluster, job_id)
     assert (job["JobState"], job["Restarts"]) == ("CANCELLED", "1")
     # A restarted master agrees (the run's .preempted file outlives Slurm's memory).
     assert backend_with(slurm_cluster, slot_type="cpu").poll(handle) == state
