@@ -8,6 +8,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(abspath $(VENV))/bin
 SETUP_STAMP := $(VENV)/.setup-done
+# The web UI's front-end libraries: pinned in web/package-lock.json, installed from the npm
+# registry and copied into the package (git-ignored), so the UI works offline.
+WEB_VENDOR := src/shipyard/server/web/static/vendor
+WEB_VENDOR_STAMP := $(WEB_VENDOR)/.copied
 PY_DIRS := src tests bench examples
 
 # Everything below (tests that start `shipyard` or `python3` in a subprocess, the demo)
@@ -15,9 +19,9 @@ PY_DIRS := src tests bench examples
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi slurm containers test lint demo bench clean
+.PHONY: setup postgres-server openmpi slurm containers chromium test lint demo bench clean
 
-setup: $(SETUP_STAMP) postgres-server slurm containers
+setup: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) postgres-server slurm containers chromium
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
 	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
 	@$(BIN)/python -m compileall -q src >/dev/null
@@ -35,8 +39,22 @@ $(SETUP_STAMP): pyproject.toml | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
 	touch $@
+
+$(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
+	npm ci --prefix web --no-audit --no-fund --silent
+	mkdir -p $(WEB_VENDOR)
+	cp web/node_modules/uplot/dist/uPlot.iife.min.js web/node_modules/uplot/dist/uPlot.min.css \
+		web/node_modules/uplot/LICENSE $(WEB_VENDOR)/
+	touch $@
+
+# Debian's Chromium for the web UI's browser tests (Playwright drives it; no browser is
+# downloaded by Playwright itself).
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	echo "chromium not found: installing Debian's chromium"; \
+	$(MAKE) --no-print-directory _apt PACKAGES=chromium
 
 # The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
 postgres-server:
@@ -109,6 +127,7 @@ bench: setup
 	python bench/ddp_overhead.py
 	python bench/trainer_overhead.py
 	python bench/engine_overhead.py
+	python bench/ui_scale.py
 
 clean:
-	rm -rf $(SETUP_STAMP) .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(SETUP_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache

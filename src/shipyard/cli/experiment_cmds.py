@@ -1,4 +1,5 @@
-"""`shipyard experiment ...`: create, list, describe, logs, pause, activate, kill, wait."""
+"""`shipyard experiment ...`: create, list, describe, logs, pause, activate, kill, archive,
+unarchive, wait."""
 
 from __future__ import annotations
 
@@ -70,11 +71,17 @@ def list_(
     state: Annotated[
         ExperimentState | None, typer.Option(case_sensitive=False, help="Only this state.")
     ] = None,
+    include_archived: Annotated[
+        bool, typer.Option("--all", help="Include archived experiments.")
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
-    """List experiments, newest first."""
+    """List experiments, newest first (archived ones only with --all)."""
     found = experiments.list_experiments(
-        open_session(ctx), limit=limit, state=state.value if state else None
+        open_session(ctx),
+        limit=limit,
+        state=state.value if state else None,
+        archived="all" if include_archived else "false",
     )
     if json_output:
         print_json(found)
@@ -108,7 +115,7 @@ def describe(
                 ("Description", exp.description),
                 ("Labels", ", ".join(exp.labels)),
                 ("Workspace / project", f"{exp.workspace} / {exp.project}"),
-                ("State", exp.state),
+                ("State", f"{exp.state} (archived)" if exp.archived else exp.state),
                 ("Searcher", exp.searcher),
                 ("Metric", f"{exp.metric} ({direction})"),
                 ("Progress", f"{exp.progress:.0%}"),
@@ -165,6 +172,28 @@ def activate(
 def kill(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
     """Cancel the experiment and stop its trials."""
     _report(experiments.kill_experiment(open_session(ctx), experiment_id), json_output)
+
+
+@app.command()
+def archive(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
+    """Hide an ended experiment from `list` (nothing is deleted; `list --all` shows it)."""
+    result = experiments.archive_experiment(open_session(ctx), experiment_id)
+    if json_output:
+        print_json(result)
+    else:
+        say(f"Experiment {result.id} is archived")
+
+
+@app.command()
+def unarchive(
+    ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False
+) -> None:
+    """Show an archived experiment in `list` again."""
+    result = experiments.unarchive_experiment(open_session(ctx), experiment_id)
+    if json_output:
+        print_json(result)
+    else:
+        say(f"Experiment {result.id} is no longer archived")
 
 
 set_app = typer.Typer(no_args_is_help=True)

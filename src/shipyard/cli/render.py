@@ -101,7 +101,7 @@ def experiments_table(experiments: list[ExperimentSummary]) -> Table:
             table,
             str(exp.id),
             exp.name,
-            styled_state(exp.state),
+            styled_state(exp.state) + (" (archived)" if exp.archived else ""),
             exp.searcher,
             f"{exp.progress:.0%}",
             str(exp.num_trials),

@@ -66,9 +66,16 @@ class Shipyard:
         return experiments.get_experiment(self.session, experiment_id)
 
     def list_experiments(
-        self, *, limit: int | None = None, state: str | None = None
+        self,
+        *,
+        limit: int | None = None,
+        state: str | None = None,
+        archived: experiments.Archived = "false",
     ) -> list[ExperimentSummary]:
-        return experiments.list_experiments(self.session, limit=limit, state=state)
+        """Newest first; archived: "false" hides archived ones, "true" only them, "all"."""
+        return experiments.list_experiments(
+            self.session, limit=limit, state=state, archived=archived
+        )
 
     def wait(self, experiment_id: int, timeout: float | None = None) -> ExperimentDetail:
         """Block until the experiment ends; raises ShipyardError after `timeout` seconds."""
@@ -82,6 +89,21 @@ class Shipyard:
 
     def kill(self, experiment_id: int) -> ActionResult:
         return experiments.kill_experiment(self.session, experiment_id)
+
+    def archive(self, experiment_id: int) -> ActionResult:
+        """Hide an ended experiment from lists (Conflict while it runs)."""
+        return experiments.archive_experiment(self.session, experiment_id)
+
+    def unarchive(self, experiment_id: int) -> ActionResult:
+        return experiments.unarchive_experiment(self.session, experiment_id)
+
+    def curves(
+        self, experiment_id: int, name: str, *, group: str = "validation", max_points: int = 400
+    ) -> list[MetricSeries]:
+        """One metric of every trial of the experiment, each downsampled to max_points."""
+        return experiments.get_experiment_curves(
+            self.session, experiment_id, name, group=group, max_points=max_points
+        )
 
     def trial(self, trial_id: int) -> TrialDetail:
         return trials.get_trial(self.session, trial_id)
@@ -97,9 +119,16 @@ class Shipyard:
         return list(iter_log_lines(read))
 
     def trial_metrics(
-        self, trial_id: int, *, group: str | None = None, name: str | None = None
+        self,
+        trial_id: int,
+        *,
+        group: str | None = None,
+        name: str | None = None,
+        max_points: int | None = None,
     ) -> list[MetricSeries]:
-        return trials.get_trial_metrics(self.session, trial_id, group=group, name=name)
+        return trials.get_trial_metrics(
+            self.session, trial_id, group=group, name=name, max_points=max_points
+        )
 
     def checkpoints(self, experiment_id: int) -> list[CheckpointInfo]:
         return checkpoints.list_checkpoints(self.session, experiment_id)

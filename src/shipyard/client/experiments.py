@@ -1,8 +1,10 @@
-"""Experiments: create, read, change state, wait, and read their trials' logs."""
+"""Experiments: create, read, change state, archive, wait, and read their trials' logs and
+curves."""
 
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from shipyard.client.session import Session
 from shipyard.common.api import (
@@ -12,9 +14,13 @@ from shipyard.common.api import (
     ExperimentResources,
     ExperimentSummary,
     LogPage,
+    MetricName,
+    MetricSeries,
     TrialSummary,
 )
 from shipyard.common.errors import ShipyardError
+
+Archived = Literal["false", "true", "all"]  # hide archived experiments, only them, both
 
 
 def create_experiment(session: Session, request: CreateExperimentRequest) -> ExperimentDetail:
@@ -23,9 +29,14 @@ def create_experiment(session: Session, request: CreateExperimentRequest) -> Exp
 
 
 def list_experiments(
-    session: Session, *, limit: int | None = None, state: str | None = None
+    session: Session,
+    *,
+    limit: int | None = None,
+    state: str | None = None,
+    archived: Archived = "false",
 ) -> list[ExperimentSummary]:
-    items = session.get("/experiments", params={"limit": limit, "state": state})
+    params = {"limit": limit, "state": state, "archived": archived}
+    items = session.get("/experiments", params=params)
     return [ExperimentSummary.model_validate(item) for item in items]
 
 
@@ -45,6 +56,14 @@ def kill_experiment(session: Session, experiment_id: int) -> ActionResult:
     return _action(session, experiment_id, "kill")
 
 
+def archive_experiment(session: Session, experiment_id: int) -> ActionResult:
+    return _action(session, experiment_id, "archive")
+
+
+def unarchive_experiment(session: Session, experiment_id: int) -> ActionResult:
+    return _action(session, experiment_id, "unarchive")
+
+
 def set_experiment_resources(
     session: Session, experiment_id: int, changes: ExperimentResources
 ) -> ActionResult:
@@ -61,6 +80,25 @@ def _action(session: Session, experiment_id: int, verb: str) -> ActionResult:
 def list_experiment_trials(session: Session, experiment_id: int) -> list[TrialSummary]:
     items = session.get(f"/experiments/{experiment_id}/trials")
     return [TrialSummary.model_validate(item) for item in items]
+
+
+def get_experiment_curves(
+    session: Session,
+    experiment_id: int,
+    name: str,
+    *,
+    group: str = "validation",
+    max_points: int = 400,
+) -> list[MetricSeries]:
+    """One metric of every trial that reported it, each downsampled to max_points."""
+    params = {"name": name, "group": group, "max_points": max_points}
+    items = session.get(f"/experiments/{experiment_id}/curves", params=params)
+    return [MetricSeries.model_validate(item) for item in items]
+
+
+def list_experiment_metric_names(session: Session, experiment_id: int) -> list[MetricName]:
+    items = session.get(f"/experiments/{experiment_id}/metric-names")
+    return [MetricName.model_validate(item) for item in items]
 
 
 def get_experiment_logs(

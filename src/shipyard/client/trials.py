@@ -28,7 +28,14 @@ def get_trial_logs(
 
 
 def get_trial_metrics(
-    session: Session, trial_id: int, *, group: str | None = None, name: str | None = None
+    session: Session,
+    trial_id: int,
+    *,
+    group: str | None = None,
+    name: str | None = None,
+    max_points: int | None = None,
 ) -> list[MetricSeries]:
-    items = session.get(f"/trials/{trial_id}/metrics", params={"group": group, "name": name})
+    """The trial's series; with max_points, each downsampled to at most that many points."""
+    params = {"group": group, "name": name, "max_points": max_points}
+    items = session.get(f"/trials/{trial_id}/metrics", params=params)
     return [MetricSeries.model_validate(item) for item in items]

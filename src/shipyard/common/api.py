@@ -150,6 +150,7 @@ class ExperimentSummary(BaseModel):
     best_trial_id: int | None = None
     created_at: datetime
     ended_at: datetime | None = None
+    archived: bool = False  # hidden from lists unless asked for (only ended ones)
 
 
 class ExperimentDetail(ExperimentSummary):
@@ -220,6 +221,13 @@ class MetricSeries(BaseModel):
     name: str
     group: str
     points: list[MetricPoint]
+
+
+class MetricName(BaseModel):
+    """A metric some trial of an experiment reported."""
+
+    name: str
+    group: str  # "training" or "validation"
 
 
 class ExperimentResources(BaseModel):

@@ -26,6 +26,7 @@ from shipyard.server.routers import (
     searcher,
     trial_side,
     trials,
+    ui,
 )
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     for module in (master, contexts, experiments, jobs, trials, trial_side, checkpoints, searcher):
         app.include_router(module.router, prefix="/api/v1")
+    ui.install(app)
     _install_error_handlers(app)
     return app
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -89,6 +90,8 @@ class Experiment(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    # Migration 0006: hidden from experiment lists unless asked for (only ended ones).
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Trial(Base):

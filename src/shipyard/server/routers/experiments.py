@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common import api
-from shipyard.server.routers.responses import json_response
-from shipyard.server.services import checkpoints, experiments, logs, views
+from shipyard.server.routers.responses import json_list_response, json_response
+from shipyard.server.services import checkpoints, experiments, logs, metric_series, views
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
@@ -42,11 +43,17 @@ def create_experiment(
 )
 def list_experiments(
     state: str | None = None,
+    archived: Literal["false", "true", "all"] = Query(
+        "false", description="false: hide archived experiments; true: only those; all: both"
+    ),
     limit: int = Query(100, ge=1, le=10_000),
     m: MasterState = Depends(master),
 ) -> Response:
+    only = {"false": False, "true": True, "all": None}[archived]
     with m.db.read() as s:
-        return json_response(experiments.list_summaries(state=state, limit=limit, session=s))
+        return json_response(
+            experiments.list_summaries(state=state, archived=only, limit=limit, session=s)
+        )
 
 
 @router.get(
@@ -90,6 +97,32 @@ def kill_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.Action
     return _act(m, exp_id, experiments.kill)
 
 
+@router.post(
+    "/experiments/{exp_id}/archive",
+    operation_id="archive_experiment",
+    response_model=api.ActionResult,
+)
+def archive_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
+    """Hide an ended experiment from lists; 409 while it runs (kill it first)."""
+    return _mark(m, exp_id, experiments.archive)
+
+
+@router.post(
+    "/experiments/{exp_id}/unarchive",
+    operation_id="unarchive_experiment",
+    response_model=api.ActionResult,
+)
+def unarchive_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
+    return _mark(m, exp_id, experiments.unarchive)
+
+
+def _mark(m: MasterState, exp_id: int, action) -> api.ActionResult:
+    # Like _act, without waking the orchestrator: archiving changes nothing it runs.
+    with m.db.write() as s:
+        exp = action(exp_id, session=s)
+        return api.ActionResult(id=exp.id, state=exp.state)
+
+
 @router.patch(
     "/experiments/{exp_id}/resources",
     operation_id="set_experiment_resources",
@@ -112,6 +145,45 @@ def set_experiment_resources(
 def list_experiment_trials(exp_id: int, m: MasterState = Depends(master)) -> Response:
     with m.db.read() as s:
         return json_response(views.experiment_trials(experiments.get(exp_id, session=s), session=s))
+
+
+@router.get(
+    "/experiments/{exp_id}/curves",
+    operation_id="get_experiment_curves",
+    response_model=list[api.MetricSeries],
+)
+def get_experiment_curves(
+    exp_id: int,
+    name: str = Query(..., min_length=1, description="the metric"),
+    group: Literal["validation", "training"] = "validation",
+    max_points: int = Query(
+        400, ge=2, le=metric_series.MAX_POINTS, description="points per series at most"
+    ),
+    m: MasterState = Depends(master),
+) -> Response:
+    """One metric of every trial that reported it, by trial id, each series downsampled to
+    max_points (its first and last points, and each part of its step range's min and max)."""
+    with m.db.read() as s:
+        experiments.get(exp_id, session=s)
+        return json_list_response(
+            metric_series.curves(
+                exp_id, name=name, group=group, max_points=max_points, cache=m.curves, session=s
+            )
+        )
+
+
+@router.get(
+    "/experiments/{exp_id}/metric-names",
+    operation_id="list_experiment_metric_names",
+    response_model=list[api.MetricName],
+)
+def list_experiment_metric_names(
+    exp_id: int, m: MasterState = Depends(master)
+) -> list[api.MetricName]:
+    """Every (name, group) a trial of the experiment reported, by group then name."""
+    with m.db.read() as s:
+        experiments.get(exp_id, session=s)
+        return metric_series.names(exp_id, session=s)
 
 
 @router.get(

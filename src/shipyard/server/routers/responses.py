@@ -16,6 +16,11 @@ from pydantic import BaseModel
 def json_response(body: BaseModel | Sequence[BaseModel], status_code: int = 200) -> Response:
     if isinstance(body, BaseModel):
         data = body.model_dump_json().encode()
-    else:
-        data = b"[" + b",".join(item.model_dump_json().encode() for item in body) + b"]"
-    return Response(data, status_code=status_code, media_type="application/json")
+        return Response(data, status_code=status_code, media_type="application/json")
+    return json_list_response([item.model_dump_json().encode() for item in body])
+
+
+def json_list_response(items: Sequence[bytes]) -> Response:
+    """A JSON list of items each already serialized (e.g. kept from an earlier answer)."""
+    data = b"[" + b",".join(items) + b"]"
+    return Response(data, media_type="application/json")

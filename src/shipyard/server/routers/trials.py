@@ -1,13 +1,14 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 
 from shipyard.common import api
 from shipyard.common.errors import NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.routers.experiments import poll_logs
-from shipyard.server.services import logs, metrics, views
+from shipyard.server.routers.responses import json_response
+from shipyard.server.services import logs, metric_series, views
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["trials"])
@@ -70,8 +71,15 @@ def get_trial_metrics(
     trial_id: int,
     group: str | None = None,
     name: str | None = None,
+    max_points: int | None = Query(
+        None, ge=2, le=metric_series.MAX_POINTS, description="downsample each series to this"
+    ),
     m: MasterState = Depends(master),
-) -> list[api.MetricSeries]:
+) -> Response:
+    """The trial's metric series; with max_points, each keeps its first and last points and
+    the min and max of each part of its step range, at most max_points in all."""
     with m.db.read() as s:
         get_trial_row(trial_id, s)
-        return metrics.series(trial_id, group=group, name=name, session=s)
+        return json_response(
+            metric_series.series(trial_id, group=group, name=name, max_points=max_points, session=s)
+        )

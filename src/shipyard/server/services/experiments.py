@@ -150,19 +150,19 @@ def get(exp_id: int, *, session: Session) -> orm.Experiment:
 
 
 def list_summaries(
-    *, state: str | None, limit: int, session: Session
+    *, state: str | None, archived: bool | None, limit: int, session: Session
 ) -> list[api.ExperimentSummary]:
+    """Newest first; archived: False hides archived experiments, True shows only those,
+    None shows both."""
     query = select(orm.Experiment).order_by(orm.Experiment.id.desc()).limit(limit)
     if state:
         try:
             query = query.where(orm.Experiment.state == ExperimentState(state.upper()))
         except ValueError as exc:
             raise ConfigError(f"unknown experiment state {state!r}") from exc
-    out = []
-    for exp in session.scalars(query):
-        trials = views.experiment_trials(exp, session=session)
-        out.append(api.ExperimentSummary(**views.experiment_summary(exp, trials, session=session)))
-    return out
+    if archived is not None:
+        query = query.where(orm.Experiment.archived.is_(archived))
+    return views.experiment_summaries(list(session.scalars(query)), session=session)
 
 
 def _require_state(exp: orm.Experiment, allowed: tuple[ExperimentState, ...], action: str) -> None:
@@ -204,6 +204,24 @@ def kill(exp_id: int, *, session: Session) -> orm.Experiment:
     for trial in _trials(exp.id, (TrialState.QUEUED, TrialState.PAUSED), session):
         trial.state = TrialState.CANCELED
         trial.ended_at = utcnow()
+    return exp
+
+
+def archive(exp_id: int, *, session: Session) -> orm.Experiment:
+    """Hide an ended experiment from lists (nothing is deleted)."""
+    exp = get(exp_id, session=session)
+    if not ExperimentState(exp.state).terminal:
+        raise Conflict(
+            f"experiment {exp.id} is {exp.state}; only an ended experiment can be archived: "
+            "kill it first"
+        )
+    exp.archived = True
+    return exp
+
+
+def unarchive(exp_id: int, *, session: Session) -> orm.Experiment:
+    exp = get(exp_id, session=session)
+    exp.archived = False
     return exp
 
 

@@ -270,33 +270,6 @@ def summaries(
     return out
 
 
-def series(
-    trial_id: int, *, group: str | None, name: str | None, session: Session
-) -> list[api.MetricSeries]:
-    keys = select(orm.MetricKey)
-    if group:
-        keys = keys.where(orm.MetricKey.group == group)
-    if name:
-        keys = keys.where(orm.MetricKey.name == name)
-    out = []
-    for key in session.scalars(keys):
-        points = session.execute(
-            select(orm.MetricPoint.steps_completed, orm.MetricPoint.value)
-            .where(orm.MetricPoint.trial_id == trial_id, orm.MetricPoint.key_id == key.id)
-            .order_by(orm.MetricPoint.steps_completed)
-        ).all()
-        if points:
-            out.append(
-                api.MetricSeries(
-                    trial_id=trial_id,
-                    name=key.name,
-                    group=key.group,
-                    points=[api.MetricPoint(steps_completed=s, value=v) for s, v in points],
-                )
-            )
-    return out
-
-
 def value_at(trial_id: int, name: str, step: int, *, session: Session) -> float | None:
     """The validation value of `name` reported at exactly `step`, if any."""
     return session.scalar(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -123,24 +123,114 @@ def experiment_summary(
     best_trial = next(
         (t.id for t in trials if best is not None and t.best_validation == best), None
     )
+    return _summary_fields(
+        exp,
+        workspace=_workspace_name(exp.workspace_id, session),
+        trial_states=dict(Counter(t.state.value for t in trials)),
+        best=best,
+        best_trial=best_trial,
+    )
+
+
+def experiment_summaries(
+    exps: list[orm.Experiment], *, session: Session
+) -> list[api.ExperimentSummary]:
+    """The same summaries as experiment_summary gives, for many experiments in a fixed
+    number of queries (not a few per experiment): the experiment list shows hundreds."""
+    if not exps:
+        return []
+    ids = [e.id for e in exps]
+    t = orm.Trial
+    states: dict[int, dict[str, int]] = {i: {} for i in ids}
+    for exp_id, state, count in session.execute(
+        select(t.experiment_id, t.state, func.count())
+        .where(t.experiment_id.in_(ids))
+        .group_by(t.experiment_id, t.state)
+    ):
+        states[exp_id][state] = count
+    bests = _best_validations(exps, session)
+    workspaces = {
+        ws_id: name
+        for ws_id, name in session.execute(
+            select(orm.Workspace.id, orm.Workspace.name).where(
+                orm.Workspace.id.in_({e.workspace_id for e in exps})
+            )
+        )
+    }
+    out = []
+    for exp in exps:
+        best, best_trial = bests.get(exp.id, (None, None))
+        fields = _summary_fields(
+            exp,
+            workspace=workspaces.get(exp.workspace_id, ""),
+            trial_states=states[exp.id],
+            best=best,
+            best_trial=best_trial,
+        )
+        out.append(api.ExperimentSummary(**fields))
+    return out
+
+
+def _best_validations(
+    exps: list[orm.Experiment], session: Session
+) -> dict[int, tuple[float | None, int | None]]:
+    """Experiment id -> (best value of its searcher metric, the first trial that has it),
+    from the per-trial summaries."""
+    metric_of = {e.id: _searcher(e).get("metric") for e in exps}
+    ms, t, mk = orm.MetricSummary, orm.Trial, orm.MetricKey
+    rows = session.execute(
+        select(t.experiment_id, t.id, mk.name, ms.min, ms.max)
+        .join(ms, ms.trial_id == t.id)
+        .join(mk, mk.id == ms.key_id)
+        .where(
+            t.experiment_id.in_(list(metric_of)),
+            mk.group == "validation",
+            mk.name.in_({m for m in metric_of.values() if m}),
+        )
+        .order_by(t.id)
+    )
+    smaller = {e.id: _searcher(e).get("smaller_is_better", True) for e in exps}
+    out: dict[int, tuple[float | None, int | None]] = {}
+    for exp_id, trial_id, name, low, high in rows:
+        if name != metric_of[exp_id]:
+            continue  # another experiment's searcher metric
+        value = low if smaller[exp_id] else high
+        if value is None:
+            continue
+        known = out.get(exp_id, (None, None))[0]
+        if known is None or (value < known if smaller[exp_id] else value > known):
+            out[exp_id] = (value, trial_id)
+    return out
+
+
+def _summary_fields(
+    exp: orm.Experiment,
+    *,
+    workspace: str,
+    trial_states: dict[str, int],
+    best: float | None,
+    best_trial: int | None,
+) -> dict:
+    searcher = _searcher(exp)
     return dict(
         id=exp.id,
         name=exp.name,
         description=exp.description,
         labels=exp.labels or [],
-        workspace=_workspace_name(exp.workspace_id, session),
+        workspace=workspace,
         project=exp.project,
         state=exp.state,
         searcher=searcher.get("name", ""),
         metric=searcher.get("metric", ""),
-        smaller_is_better=smaller,
+        smaller_is_better=searcher.get("smaller_is_better", True),
         progress=exp.progress,
-        num_trials=len(trials),
-        trial_states=dict(Counter(t.state.value for t in trials)),
+        num_trials=sum(trial_states.values()),
+        trial_states=trial_states,
         best_validation=best,
         best_trial_id=best_trial,
         created_at=exp.created_at,
         ended_at=exp.ended_at,
+        archived=exp.archived,
     )
 
 

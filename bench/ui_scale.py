@@ -1,0 +1,246 @@
+"""The web UI at scale (issue 7): a database of 10,000 finished trials × 1,000 validation points
+(10 experiments of 1,000 trials), then the time of what the UI asks for:
+
+- the experiments list API (what `/` loads), the experiment API (1,000 trials) and the
+  learning-curves API of one experiment (every trial's curve, downsampled on the server),
+  each as p50/p95 over repeated requests;
+- the experiment page in Chromium: first contentful paint, and the time until its
+  learning-curve chart has drawn every trial's line.
+
+Targets from the issue: API p95 under 100 ms, the page under 1.5 s. Prints one JSON object.
+
+The experiments are created through the API (so their rows are what the master writes) and
+killed at once; their trials and points are then written straight into the database with
+the master's own ORM models, and the master is started again on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from _master import Master
+
+CHART = "#curves-chart[data-series-count]"  # the experiment page's learning curves, drawn
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+
+
+def experiment_yaml(index: int, trials: int) -> str:
+    return f"""
+name: ui-scale-{index}
+entrypoint: sleep 60
+hyperparameters:
+  lr: {{type: log, minval: -4, maxval: -1, base: 10}}
+  width: {{type: int, minval: 16, maxval: 512}}
+searcher: {{name: random, metric: val_loss, max_trials: {trials}, max_length: 1000}}
+"""
+
+
+def create_experiments(master: Master, count: int, trials: int) -> list[int]:
+    ids = []
+    with httpx.Client(base_url=master.url + "/api/v1", timeout=30) as api:
+        for index in range(count):
+            answer = api.post("/experiments", json={"config_yaml": experiment_yaml(index, trials)})
+            exp_id = answer.raise_for_status().json()["id"]
+            api.post(f"/experiments/{exp_id}/kill").raise_for_status()
+            ids.append(exp_id)
+    return ids
+
+
+def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> dict[str, Any]:
+    """Replace each experiment's trials with ``trials`` COMPLETED ones of ``points``
+    validation points each (a noisy decaying loss), their summaries and a finished state."""
+    from sqlalchemy import create_engine, delete, insert, select, update
+
+    from shipyard.server import orm
+
+    started = time.monotonic()
+    engine = create_engine(f"sqlite:///{db_path}")
+    rng = random.Random(0)
+    now = orm.utcnow()
+    with engine.begin() as conn:
+        workspace = conn.execute(select(orm.Workspace.id)).scalar_one()
+        key_id = conn.execute(
+            insert(orm.MetricKey).values(name="val_loss", group="validation")
+        ).inserted_primary_key[0]
+        for exp_id in experiment_ids:
+            conn.execute(delete(orm.Trial).where(orm.Trial.experiment_id == exp_id))
+            conn.execute(
+                update(orm.Experiment)
+                .where(orm.Experiment.id == exp_id)
+                .values(state="COMPLETED", progress=1.0, searcher_done=True, ended_at=now)
+            )
+            rows = [
+                {
+                    "experiment_id": exp_id,
+                    "workspace_id": workspace,
+                    "request_id": f"seed-{exp_id}-{n}",
+                    "hparams": {"lr": 10 ** rng.uniform(-4, -1), "width": rng.randint(16, 512)},
+                    "seed": n,
+                    "state": "COMPLETED",
+                    "run_id": 1,
+                    "steps_completed": points,
+                    "started_at": now,
+                    "ended_at": now,
+                }
+                for n in range(trials)
+            ]
+            conn.execute(insert(orm.Trial), rows)
+    with sqlite3.connect(db_path) as raw:
+        trial_ids = [r[0] for r in raw.execute("SELECT id FROM trials ORDER BY id")]
+        summaries = []
+        for trial_id in trial_ids:
+            floor, rate = rng.uniform(0.05, 0.5), rng.uniform(0.002, 0.02)
+            values = [
+                floor + math.exp(-rate * step) + rng.gauss(0, 0.01) for step in range(1, points + 1)
+            ]
+            raw.executemany(
+                "INSERT INTO metric_points (trial_id, key_id, steps_completed, value, run_id) "
+                "VALUES (?, ?, ?, ?, 1)",
+                ((trial_id, key_id, step, value) for step, value in enumerate(values, 1)),
+            )
+            low = min(range(points), key=values.__getitem__)
+            high = max(range(points), key=values.__getitem__)
+            summaries.append(
+                (trial_id, key_id, points, values[-1], points)
+                + (values[low], low + 1, values[high], high + 1)
+            )
+        raw.executemany(
+            "INSERT INTO metric_summaries (trial_id, key_id, count, last, last_step, min, "
+            "min_step, max, max_step) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            summaries,
+        )
+    return {
+        "trials": len(trial_ids),
+        "points": len(trial_ids) * points,
+        "seconds": round(time.monotonic() - started, 1),
+        "db_mb": round(sum(f.stat().st_size for f in db_path.parent.glob("shipyard.db*")) / 1e6),
+    }
+
+
+def timed(api: httpx.Client, path: str, params: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """The first GET's time in ms (a cold master: nothing cached yet), then p50/p95/max of
+    ``repeat`` more, and the answer's size."""
+    started = time.perf_counter()
+    api.get(path, params=params).raise_for_status()
+    first = (time.perf_counter() - started) * 1000
+    times, size = [], 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        answer = api.get(path, params=params)
+        times.append((time.perf_counter() - started) * 1000)
+        size = len(answer.raise_for_status().content)
+    times.sort()
+    return {
+        "first_ms": round(first, 1),
+        "p50_ms": round(statistics.median(times), 1),
+        "p95_ms": round(times[max(0, math.ceil(0.95 * len(times)) - 1)], 1),
+        "max_ms": round(times[-1], 1),
+        "bytes": size,
+    }
+
+
+def page_times(url: str, repeat: int) -> dict[str, Any]:
+    """First contentful paint and the time until the curves chart has drawn, in a fresh
+    Chromium page each time (ms from navigation start)."""
+    from playwright.sync_api import sync_playwright
+
+    paints, charts, lines = [], [], 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            for _ in range(repeat):
+                page = browser.new_page()
+                page.goto(url)
+                chart = page.wait_for_selector(CHART, timeout=60_000)
+                assert chart is not None
+                charts.append(page.evaluate("performance.now()"))
+                lines = int(chart.get_attribute("data-series-count") or 0)
+                paints.append(
+                    page.evaluate(
+                        "performance.getEntriesByName('first-contentful-paint')[0].startTime"
+                    )
+                )
+                page.close()
+        finally:
+            browser.close()
+    return {
+        "first_contentful_paint_ms": round(statistics.median(paints)),
+        "chart_drawn_ms": round(statistics.median(charts)),
+        "chart_drawn_max_ms": round(max(charts)),
+        "lines_drawn": lines,
+    }
+
+
+def run(experiments: int, trials: int, points: int, repeat: int) -> dict[str, Any]:
+    home = Path(tempfile.mkdtemp(prefix="shipyard-ui-scale-"))
+    try:
+        return measure(Master(slots=1, home=home), experiments, trials, points, repeat)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def measure(
+    master: Master, experiments: int, trials: int, points: int, repeat: int
+) -> dict[str, Any]:
+    with master:
+        ids = create_experiments(master, experiments, trials)
+    seeded = seed(master.home / "shipyard.db", ids, trials, points)
+    with master:
+        with httpx.Client(base_url=master.url + "/api/v1", timeout=60) as api:
+            exp = ids[0]
+            apis = {
+                "experiments_list": timed(api, "/experiments", {}, repeat),
+                "experiment": timed(api, f"/experiments/{exp}", {}, repeat),
+                "learning_curves": timed(
+                    api,
+                    f"/experiments/{exp}/curves",
+                    {"name": "val_loss", "group": "validation", "max_points": 200},
+                    repeat,
+                ),
+            }
+        page = page_times(f"{master.url}/experiments/{exp}", max(3, repeat // 5))
+    api_ok = all(figures["p95_ms"] < 100 for figures in apis.values())
+    return {
+        "bench": "ui_scale",
+        "seeded": seeded,
+        "experiment_trials": trials,
+        "api": apis,
+        "page": page,
+        "targets": {
+            "api_p95_under_100ms": api_ok,
+            "page_under_1500ms": page["chart_drawn_ms"] < 1500,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiments", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=1000, help="trials per experiment")
+    parser.add_argument("--points", type=int, default=1000, help="validation points per trial")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    print(json.dumps(run(args.experiments, args.trials, args.points, args.repeat)))
+
+
+if __name__ == "__main__":
+    main()

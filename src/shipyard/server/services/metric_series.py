@@ -1,0 +1,152 @@
+"""Metric points read back as series: one trial's metrics, one metric of every trial of an
+experiment (the UI's curves), and the metric names an experiment has.
+
+Every read is one query over metric_points however many trials and metrics it covers;
+the UI draws a thousand trials at once, and a query per trial cost more than the points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import groupby
+from operator import itemgetter
+
+from sqlalchemy import Column, ColumnElement, select
+from sqlalchemy.orm import Session
+
+from shipyard.common import api
+from shipyard.common.states import TrialState
+from shipyard.server import orm
+from shipyard.server.services.curve_cache import CurveCache
+from shipyard.server.services.downsample import Point, downsample
+
+# The most points a series may be asked to keep (a request's max_points): more than any
+# chart draws, and it bounds what one answer holds.
+MAX_POINTS = 100_000
+
+# The table's columns, not the mapped class's: a select of ORM attributes has its rows
+# go through the ORM's loading, which cost as much as reading them.
+_points = orm.MetricPoint.__table__.c
+
+_FEW = 500  # trial ids a curves query names one by one, at most
+
+
+def series(
+    trial_id: int,
+    *,
+    group: str | None,
+    name: str | None,
+    max_points: int | None = None,
+    session: Session,
+) -> list[api.MetricSeries]:
+    """Every metric of the trial (or those of `group` and `name`), by metric key."""
+    keys = _keys(group, name, session)
+    if not keys:
+        return []
+    where = [_points.trial_id == trial_id]
+    if group or name:
+        where.append(_points.key_id.in_(list(keys)))
+    return [
+        _series(trial_id, *keys[key_id], points)
+        for key_id, points in _read(_points.key_id, where, max_points, session)
+    ]
+
+
+def curves(
+    experiment_id: int,
+    *,
+    name: str,
+    group: str,
+    max_points: int,
+    cache: CurveCache,
+    session: Session,
+) -> list[bytes]:
+    """One metric of each trial of the experiment that reported it, by trial id: each an
+    api.MetricSeries as JSON. Ended trials' curves come from the cache once computed; the
+    others' points are read in one query, however many trials there are."""
+    keys = _keys(group, name, session)  # (name, group) is unique: one key or none
+    if not keys:
+        return []
+    key_id = next(iter(keys))
+    t = orm.Trial
+    trials = session.execute(
+        select(t.id, t.state).where(t.experiment_id == experiment_id).order_by(t.id)
+    ).all()
+    ended = {trial_id for trial_id, state in trials if TrialState(state).terminal}
+    found: dict[int, bytes] = {}
+    for trial_id in ended:
+        cached = cache.get((trial_id, key_id, max_points))
+        if cached is not None:
+            found[trial_id] = cached
+    wanted = [trial_id for trial_id, _ in trials if trial_id not in found]
+    if wanted:
+        # The ids when they are few (live trials, once the cache is warm); else the
+        # experiment's trials, which also reads the cached ones' points, skipped below.
+        of_experiment = select(t.id).where(t.experiment_id == experiment_id)
+        among = wanted if len(wanted) <= _FEW else of_experiment
+        where = [_points.trial_id.in_(among), _points.key_id == key_id]
+        read = dict(_read(_points.trial_id, where, max_points, session))
+        for trial_id in wanted:
+            points = read.get(trial_id)
+            data = _series(trial_id, name, group, points).model_dump_json() if points else ""
+            found[trial_id] = data.encode()
+            if trial_id in ended:
+                cache.put((trial_id, key_id, max_points), found[trial_id])
+    return [found[trial_id] for trial_id, _ in trials if found[trial_id]]
+
+
+def names(experiment_id: int, *, session: Session) -> list[api.MetricName]:
+    """Every (name, group) a trial of the experiment reported, from the per-trial
+    summaries (one row a metric a trial), never from the points."""
+    trials = select(orm.Trial.id).where(orm.Trial.experiment_id == experiment_id)
+    reported = select(orm.MetricSummary.key_id).where(orm.MetricSummary.trial_id.in_(trials))
+    rows = session.execute(
+        select(orm.MetricKey.name, orm.MetricKey.group)
+        .where(orm.MetricKey.id.in_(reported))
+        .order_by(orm.MetricKey.group, orm.MetricKey.name)
+    )
+    return [api.MetricName(name=n, group=g) for n, g in rows]
+
+
+def _keys(group: str | None, name: str | None, session: Session) -> dict[int, tuple[str, str]]:
+    """The metric keys asked for: id -> (name, group)."""
+    query = select(orm.MetricKey.id, orm.MetricKey.name, orm.MetricKey.group)
+    if group:
+        query = query.where(orm.MetricKey.group == group)
+    if name:
+        query = query.where(orm.MetricKey.name == name)
+    return {key_id: (n, g) for key_id, n, g in session.execute(query)}
+
+
+def _read(
+    series_column: Column[int],
+    where: list[ColumnElement[bool]],
+    max_points: int | None,
+    session: Session,
+) -> Iterator[tuple[int, list[Point]]]:
+    """One query for the points of every series `where` selects, each series told apart
+    by `series_column` (trial or metric key): (its value, its points in step order)."""
+    rows = (
+        session.connection()
+        .execute(
+            select(series_column, _points.steps_completed, _points.value)
+            .where(*where)
+            .order_by(series_column, _points.steps_completed)
+        )
+        .all()
+    )  # one fetchall: iterating the result fetches a row at a time
+    for series_id, rows_of_one in groupby(rows, itemgetter(0)):
+        points = [(step, value) for _, step, value in rows_of_one]
+        yield series_id, points if max_points is None else downsample(points, max_points)
+
+
+def _series(trial_id: int, name: str, group: str, points: list[Point]) -> api.MetricSeries:
+    # Validated from dicts: half the cost of building a MetricPoint a point.
+    return api.MetricSeries.model_validate(
+        {
+            "trial_id": trial_id,
+            "name": name,
+            "group": group,
+            "points": [{"steps_completed": s, "value": v} for s, v in points],
+        }
+    )

@@ -1,0 +1,122 @@
+// The cluster page (/cluster): resource pools, every slot and who holds it, the job queue in
+// the order the scheduler takes it with why each trial waits, and recent failures.
+
+import { api, isAbort } from "../api.js";
+import { h, replace, stateBadge, progressBar, errorBox, loading, emptyState } from "../dom.js";
+import * as fmt from "../format.js";
+import { Poller } from "../poll.js";
+
+const FAILURE_EXPERIMENTS = 5; // the most recent experiments with failures, read for their trials
+const FAILURES_EVERY_MS = 30000;
+
+function table(caption, headers, rows, numeric = []) {
+  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
+    h("caption", { class: "visually-hidden" }, caption),
+    h("thead", null, h("tr", null, headers.map((title, i) => h("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, title)))),
+    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) =>
+      h("td", { class: [numeric.includes(i) ? "num" : null, i === cells.length - 1 ? "reason-cell" : null].filter(Boolean).join(" ") || null }, cell ?? "—")))))));
+}
+
+function poolCard(pool) {
+  return h("section", { class: "card", "aria-label": `Pool ${pool.name}` },
+    h("h3", null, pool.name, " ", pool.default ? h("span", { class: "chip" }, "default") : null, " ",
+      pool.healthy ? h("span", { class: "badge tone-good" }, "healthy") : h("span", { class: "badge tone-bad" }, "down")),
+    pool.description ? h("p", { class: "muted" }, pool.description) : null,
+    h("p", null, progressBar(pool.slots_total ? pool.slots_used / pool.slots_total : 0, `slots used in pool ${pool.name}`),
+      ` ${pool.slots_used} of ${pool.slots_total} slots used`),
+    h("p", { class: "muted" }, `${pool.type} backend · ${pool.scheduler} scheduler · preemption ${pool.preemption ? "on" : "off"}`),
+    pool.problem ? h("p", { class: "bad" }, pool.problem) : null);
+}
+
+function trialLink(trialId, experimentId, names) {
+  if (!trialId) return h("span", { class: "muted" }, "free");
+  return h("span", null, h("a", { href: `/trials/${trialId}` }, `trial ${trialId}`), " of ",
+    h("a", { href: `/experiments/${experimentId}` }, names.get(experimentId) || `experiment ${experimentId}`));
+}
+
+function slotsSection(slots, names) {
+  if (!slots.length) return emptyState("No slots", "The master found no GPU and was given no CPU slots; start it with --slots N.");
+  return table("Slots", ["Slot", "Kind", "Device", "Pool", "Held by"], slots.map((s) => [
+    h("code", null, s.id), s.kind, s.device, s.pool || h("span", { class: "muted" }, "in no pool"), trialLink(s.trial_id, s.experiment_id, names),
+  ]));
+}
+
+function queueSection(jobs) {
+  if (!jobs.length) return emptyState("Nothing running or waiting", "Trials appear here while they run or wait for slots.", "shipyard experiment create config.yaml .");
+  return table("Job queue in scheduling order", ["#", "State", "Trial", "Experiment", "Pool", "Priority", "Weight", "Slots", "Why (or where) it runs or waits"], jobs.map((j) => [
+    String(j.position), stateBadge(j.state), h("a", { href: `/trials/${j.trial_id}` }, String(j.trial_id)),
+    h("a", { href: `/experiments/${j.experiment_id}` }, `${j.experiment_name} (${j.experiment_id})`),
+    j.resource_pool, String(j.priority), String(j.weight), j.slots.length ? j.slots.join(", ") : `needs ${j.slots_needed}`, h("span", { class: "reason" }, j.reason),
+  ]), [0, 5, 6]);
+}
+
+function failuresSection(failures) {
+  if (!failures.length) return h("p", { class: "muted" }, "No trial has failed in the recent experiments.");
+  return table("Recent failures", ["Trial", "Experiment", "State", "Restarts", "Ended", "Why"], failures.map(({ trial, exp }) => [
+    h("a", { href: `/trials/${trial.id}?tab=logs` }, String(trial.id)),
+    h("a", { href: `/experiments/${exp.id}` }, `${exp.name} (${exp.id})`),
+    stateBadge(trial.state), String(trial.restarts), fmt.time(trial.ended_at), h("span", { class: "reason" }, trial.end_reason || "—"),
+  ]), [0, 3]);
+}
+
+// Errored trials, and trials that restarted after a failure, of the most recent experiments
+// that have any (the master has no list of failures across experiments yet).
+async function recentFailures(signal) {
+  const experiments = await api.experiments({ archived: "all" }, signal);
+  const withFailures = experiments
+    .filter((e) => e.state === "ERRORED" || (e.trial_states?.ERRORED || 0) > 0 || (e.trial_states?.RESTARTING || 0) > 0)
+    .slice(0, FAILURE_EXPERIMENTS);
+  const failures = [];
+  for (const exp of withFailures) {
+    const detail = await api.experiment(exp.id, signal);
+    for (const trial of detail.trials) if (trial.state === "ERRORED" || trial.restarts > 0) failures.push({ trial, exp });
+  }
+  failures.sort((a, b) => String(b.trial.ended_at || "9").localeCompare(String(a.trial.ended_at || "9")));
+  return failures.slice(0, 20);
+}
+
+export function mount(root) {
+  document.title = "Cluster · Shipyard";
+  const poolsBox = h("div", { class: "cards" }, loading("pools"));
+  const slotsBox = h("div");
+  const queueBox = h("div");
+  const failuresBox = h("div", null, loading("recent failures"));
+  replace(
+    root,
+    h("div", { class: "page-header" }, h("h1", null, "Cluster")),
+    h("h2", null, "Resource pools"), poolsBox,
+    h("h2", { style: { marginTop: "20px" } }, "Job queue"),
+    h("p", { class: "muted" }, "Running trials first, then the queue in the order the scheduler takes it, each with the reason it waits."),
+    queueBox,
+    h("h2", { style: { marginTop: "20px" } }, "Slots"), slotsBox,
+    h("h2", { style: { marginTop: "20px" } }, "Recent failures"), failuresBox,
+  );
+
+  let lastText = null;
+  let failuresAt = 0;
+  async function refresh(signal) {
+    const [pools, slots, jobs] = await Promise.all([api.pools(signal), api.slots(signal), api.jobs(signal)]);
+    let failures = null;
+    if (Date.now() - failuresAt > FAILURES_EVERY_MS) {
+      failures = await recentFailures(signal);
+      failuresAt = Date.now();
+    }
+    if (failures) replace(failuresBox, failuresSection(failures));
+    const text = JSON.stringify([pools, slots, jobs]);
+    if (text === lastText) return false;
+    lastText = text;
+    const names = new Map(jobs.map((j) => [j.experiment_id, `${j.experiment_name} (${j.experiment_id})`]));
+    replace(poolsBox, pools.length ? pools.map(poolCard) : h("p", { class: "muted" }, "No resource pools."));
+    replace(slotsBox, slotsSection(slots, names));
+    replace(queueBox, queueSection(jobs));
+    return true;
+  }
+
+  const poller = new Poller(refresh, { min: 2000, max: 15000 });
+  refresh()
+    .catch((error) => {
+      if (!isAbort(error)) replace(poolsBox, errorBox(error));
+    })
+    .finally(() => poller.start());
+  return () => poller.stop();
+}

@@ -1,0 +1,171 @@
+// The experiment's learning curves: one line per trial for the metric picked, on a linear
+// or log scale, smoothed or not; hovering a line highlights its trial in the table below
+// and the other way round; a click on a line opens the trial. Query: metric, group, log,
+// smooth.
+
+import { api, pointsPerTrial } from "../api.js";
+import { CurvesChart, smooth } from "../charts.js";
+import { rankColor } from "../palette.js";
+import { h, replace, labeled, errorBox, loading, emptyState } from "../dom.js";
+import { query, updateQuery, navigate } from "../router.js";
+import { trialsTable } from "./trials_table.js";
+
+// Trial id -> its rank on the searcher metric (0: the best); trials without it are left out.
+export function ranks(exp) {
+  const ranked = exp.trials
+    .filter((t) => t.best_validation !== null && t.best_validation !== undefined)
+    .sort((a, b) => (exp.smaller_is_better ? a.best_validation - b.best_validation : b.best_validation - a.best_validation));
+  return new Map(ranked.map((t, i) => [t.id, i]));
+}
+
+// Trial id -> colour by its rank (good trials stand out); fainter the more trials there are.
+export function colorsByRank(exp) {
+  const rank = ranks(exp);
+  const alpha = rank.size > 1000 ? 0.3 : rank.size > 100 ? 0.55 : 0.85;
+  const colors = new Map([...rank].map(([id, r]) => [id, rankColor(r, rank.size, alpha)]));
+  for (const t of exp.trials) if (!colors.has(t.id)) colors.set(t.id, "rgba(128, 128, 128, 0.6)");
+  return colors;
+}
+
+// Drawing order: the worst first, so the best trials are drawn on top of the rest.
+export function bestLast(exp) {
+  const rank = ranks(exp);
+  const of = (id) => (rank.has(id) ? rank.get(id) : rank.size);
+  return (a, b) => of(b) - of(a);
+}
+
+// What the curves of a search look like: the steps of each trial, for one metric.
+function progressKey(exp) {
+  return exp.trials.map((t) => `${t.id}:${t.steps_completed}:${t.state}`).join(",");
+}
+
+export function createCurvesTab(panel, page) {
+  const params = query();
+  let exp = page.experiment;
+  const state = {
+    metric: params.get("metric") || exp.metric,
+    group: params.get("group") || "validation",
+    log: params.get("log") === "1",
+    smooth: Math.min(0.99, Math.max(0, Number(params.get("smooth")) || 0)),
+  };
+  let names = [];
+  let raw = [];
+  let chart = null;
+  let fetchedFor = null;
+
+  const metricSelect = h("select", { onchange: () => pickMetric(metricSelect.value) });
+  const logBox = h("input", { type: "checkbox", checked: state.log, onchange: () => setOption("log", logBox.checked) });
+  const smoothRange = h("input", { type: "range", min: "0", max: "0.95", step: "0.05", value: String(state.smooth),
+    oninput: () => setOption("smooth", Number(smoothRange.value)) });
+  const smoothValue = h("output", null, state.smooth.toFixed(2));
+  const chartBox = h("div", { class: "chart", id: "curves-chart" });
+  const note = h("p", { class: "chart-legend" });
+  const chartArea = h("div", null, loading("curves"));
+  const table = trialsTable(exp, {
+    sort: params.get("sort"),
+    onSort: (sort) => updateQuery({ sort }),
+    selection: page.selection,
+    onHover: (id) => chart?.highlight(id),
+  });
+
+  replace(
+    panel,
+    h("div", { class: "toolbar" },
+      labeled("Metric", metricSelect),
+      labeled("Log scale", logBox),
+      labeled("Smoothing", smoothRange, smoothValue),
+    ),
+    h("div", { class: "chart-card" }, chartArea),
+    h("h2", { style: { marginTop: "18px" } }, "Trials"),
+    page.compareBar(),
+    table.element,
+  );
+
+  function setOption(key, value) {
+    state[key] = value;
+    if (key === "smooth") smoothValue.textContent = value.toFixed(2);
+    updateQuery({ log: state.log ? "1" : null, smooth: state.smooth ? String(state.smooth) : null });
+    if (key === "log") chart = null; // the y scale's kind is fixed when a chart is made
+    draw();
+  }
+
+  function pickMetric(value) {
+    const [group, ...rest] = value.split("/");
+    state.group = group;
+    state.metric = rest.join("/");
+    updateQuery({ metric: state.metric === exp.metric ? null : state.metric, group: group === "validation" ? null : group });
+    chart = null;
+    load();
+  }
+
+  function fillMetricPicker() {
+    const options = names.length ? names : [{ name: state.metric, group: state.group }];
+    if (!options.some((n) => n.name === state.metric && n.group === state.group)) options.unshift({ name: state.metric, group: state.group });
+    replace(metricSelect, options.map((n) => h("option", { value: `${n.group}/${n.name}`, selected: n.name === state.metric && n.group === state.group }, `${n.name} (${n.group})`)));
+  }
+
+  async function load(signal) {
+    fetchedFor = progressKey(exp);
+    try {
+      const series = await api.curves(exp.id, { name: state.metric, group: state.group, max_points: pointsPerTrial(exp.trials.length) }, signal);
+      raw = series;
+      draw();
+    } catch (error) {
+      if (error.name !== "AbortError") replace(chartArea, errorBox(error));
+    }
+  }
+
+  function draw() {
+    if (!raw.length) {
+      chart?.destroy();
+      chart = null;
+      replace(chartArea, emptyState(`No ${state.metric} (${state.group}) reported yet`,
+        exp.trials.length ? "The curves appear as the trials report this metric." : "The trials appear once the experiment is scheduled."));
+      return;
+    }
+    const colors = colorsByRank(exp);
+    const order = bestLast(exp);
+    const lines = raw.slice().sort((a, b) => order(a.trial_id, b.trial_id)).map((s) => ({
+      key: s.trial_id,
+      label: `Trial ${s.trial_id}`,
+      color: colors.get(s.trial_id) || "gray",
+      xs: s.points.map((p) => p.steps_completed),
+      ys: smooth(s.points.map((p) => p.value), state.smooth),
+    }));
+    if (!chart || !chartArea.contains(chartBox)) {
+      chart?.destroy();
+      replace(chartArea, chartBox, note);
+      chart = new CurvesChart(chartBox, {
+        xLabel: "steps completed",
+        yLabel: state.metric,
+        yLog: state.log,
+        height: 340,
+        ariaLabel: `Learning curves: ${state.metric} (${state.group}) by steps completed, one line per trial`,
+        onHover: (id) => table.highlight(id),
+        onClick: (id) => navigate(`/trials/${id}`),
+      });
+    }
+    chart.setSeries(lines);
+    replace(note, `${lines.length} ${lines.length === 1 ? "trial" : "trials"} · colour: rank on ${exp.metric}, best `,
+      h("span", { class: "gradient-key", "aria-hidden": "true" }), " worst · drag to zoom, double-click to reset, click a line to open its trial");
+  }
+
+  api.metricNames(exp.id).then((list) => {
+    names = list;
+    fillMetricPicker();
+  }).catch(() => fillMetricPicker());
+  fillMetricPicker();
+  load();
+
+  return {
+    // A new view of the experiment (live update): the table at once, the curves when a
+    // trial has made progress.
+    async update(next, signal) {
+      exp = next;
+      table.update(next);
+      if (progressKey(next) !== fetchedFor) await load(signal);
+    },
+    selectionChanged: () => table.refresh(),
+    destroy: () => chart?.destroy(),
+  };
+}

@@ -1,0 +1,79 @@
+// A trial's metrics: one chart per metric name with its training and validation lines, and
+// the summary of every metric it reported (count, last, min, max, best).
+
+import { api } from "../api.js";
+import { CurvesChart } from "../charts.js";
+import { PALETTE } from "../palette.js";
+import { h, replace, errorBox, loading, emptyState } from "../dom.js";
+import * as fmt from "../format.js";
+
+const POINTS = 1000;
+const GROUP_COLORS = { training: PALETTE[0], validation: PALETTE[1] };
+
+function summaryTable(metrics) {
+  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
+    h("caption", { class: "visually-hidden" }, "Every metric the trial reported"),
+    h("thead", null, h("tr", null, ["Metric", "Group", "Points", "Last", "At step", "Min", "Max", "Best", "Best at step"].map((title, i) =>
+      h("th", { scope: "col", class: i >= 2 ? "num" : null }, title)))),
+    h("tbody", null, metrics.map((m) => h("tr", null,
+      h("td", null, m.name), h("td", null, m.group),
+      [fmt.integer(m.count), fmt.metric(m.last), fmt.integer(m.last_step), fmt.metric(m.min), fmt.metric(m.max), fmt.metric(m.best), fmt.integer(m.best_step)]
+        .map((v) => h("td", { class: "num" }, v)))))));
+}
+
+export function createMetricsTab(panel, page) {
+  let charts = [];
+  let shown = null;
+  const chartsBox = h("div", { class: "grid-2" }, loading("metrics"));
+  const summaryBox = h("div");
+  replace(panel, chartsBox, h("h2", { style: { marginTop: "18px" } }, "Summary"), summaryBox);
+
+  async function load(signal) {
+    const trial = page.trial;
+    shown = `${trial.steps_completed}:${trial.state}:${trial.run_id}`;
+    replace(summaryBox, trial.metrics.length ? summaryTable(trial.metrics) : h("p", { class: "muted" }, "No metric reported yet."));
+    const series = await api.trialMetrics(trial.id, { max_points: POINTS }, signal);
+    draw(series);
+  }
+
+  function draw(series) {
+    const order = fmt.metricOrder(page.trial.searcher_metric);
+    const names = [...new Set(series.slice().sort(order).map((s) => s.name))];
+    const same = charts.length === names.length && charts.every((c, i) => c.name === names[i]);
+    if (!names.length) {
+      charts.forEach((c) => c.chart.destroy());
+      charts = [];
+      replace(chartsBox, emptyState("No metrics yet", "Training code reports them with ctx.train.report_training_metrics and report_validation_metrics; they appear here as they arrive."));
+      return;
+    }
+    if (!same) {
+      charts.forEach((c) => c.chart.destroy());
+      replace(chartsBox);
+      charts = names.map((name) => {
+        const box = h("div");
+        const groups = [...new Set(series.filter((s) => s.name === name).map((s) => s.group))];
+        chartsBox.append(h("div", { class: "chart-card" },
+          h("h3", null, name, " ", groups.map((g) => h("span", { class: "chart-legend" }, h("span", { class: "swatch", style: { background: GROUP_COLORS[g] || PALETTE[2] } }), `${g} `))),
+          box));
+        return { name, chart: new CurvesChart(box, { height: 240, xLabel: "steps completed", yLabel: name, ariaLabel: `${name} of trial ${page.trial.id} by steps completed` }) };
+      });
+    }
+    for (const { name, chart } of charts) {
+      chart.setSeries(series.filter((s) => s.name === name).map((s) => ({
+        key: s.group,
+        label: s.group,
+        color: GROUP_COLORS[s.group] || PALETTE[2],
+        xs: s.points.map((p) => p.steps_completed),
+        ys: s.points.map((p) => p.value),
+      })));
+    }
+  }
+
+  load().catch((error) => replace(chartsBox, errorBox(error)));
+  return {
+    async update(trial, signal) {
+      if (`${trial.steps_completed}:${trial.state}:${trial.run_id}` !== shown) await load(signal);
+    },
+    destroy: () => charts.forEach((c) => c.chart.destroy()),
+  };
+}

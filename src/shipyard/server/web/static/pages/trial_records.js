@@ -1,0 +1,102 @@
+// What a trial left behind: its checkpoints (with downloads), its runs (each launch, and
+// why it ended: the restarts' reasons) and the environment each run had.
+
+import { api } from "../api.js";
+import { h, replace, errorBox, loading, emptyState, facts, copyButton } from "../dom.js";
+import * as fmt from "../format.js";
+import { toYaml } from "../yaml.js";
+
+// numeric: the columns aligned as numbers; wrap: those whose long text wraps.
+function simpleTable(caption, headers, rows, { numeric = [], wrap = [] } = {}) {
+  const cellClass = (i) => [numeric.includes(i) ? "num" : null, wrap.includes(i) ? "reason-cell" : null].filter(Boolean).join(" ") || null;
+  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
+    h("caption", { class: "visually-hidden" }, caption),
+    h("thead", null, h("tr", null, headers.map((title, i) => h("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, title)))),
+    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) => h("td", { class: cellClass(i) }, cell ?? "—")))))));
+}
+
+export function createCheckpointsTab(panel, page) {
+  let shown = null;
+  async function load(signal) {
+    shown = page.trial.latest_checkpoint;
+    const checkpoints = await api.trialCheckpoints(page.trial, signal);
+    if (!checkpoints.length) {
+      replace(panel, emptyState("No checkpoints", "Training code saves one with ctx.checkpoint.store_path(metadata); a trial resumes from its latest after a restart or a pause."));
+      return;
+    }
+    checkpoints.sort((a, b) => b.steps_completed - a.steps_completed);
+    const metricName = page.trial.searcher_metric || "metric";
+    replace(panel, simpleTable(
+      `Checkpoints of trial ${page.trial.id}`,
+      ["UUID", "Step", "Run", "Size", metricName, "Metadata", "Created", "State", ""],
+      checkpoints.map((c) => [
+        h("span", null, h("code", null, c.uuid.slice(0, 8)), " ", copyButton(c.uuid, "Copy UUID")),
+        fmt.integer(c.steps_completed),
+        String(c.run_id),
+        fmt.bytes(c.size),
+        fmt.metric(c.validation),
+        h("code", { class: "muted" }, Object.keys(c.metadata || {}).length ? JSON.stringify(c.metadata) : "—"),
+        fmt.time(c.created_at),
+        c.uuid === page.trial.latest_checkpoint ? h("span", null, c.state.toLowerCase(), h("span", { class: "chip" }, "latest")) : c.state.toLowerCase(),
+        c.state === "COMPLETED"
+          ? h("a", { class: "button small", href: api.checkpointDownloadUrl(c.uuid), download: `checkpoint-${c.uuid}.tar`, "aria-label": `Download checkpoint ${c.uuid} (tar)` }, "Download")
+          : h("span", { class: "muted" }, "deleted"),
+      ]),
+      { numeric: [1, 2, 3, 4] },
+    ), h("p", { class: "muted" }, "A download is a tar of the checkpoint's files; ", h("code", null, "shipyard checkpoint download UUID"), " does the same from a terminal."));
+  }
+  replace(panel, loading("checkpoints"));
+  load().catch((error) => replace(panel, errorBox(error)));
+  return {
+    async update(trial, signal) {
+      if (trial.latest_checkpoint !== shown) await load(signal);
+    },
+  };
+}
+
+export function createRunsTab(panel, page) {
+  function render() {
+    const trial = page.trial;
+    const runs = trial.runs || [];
+    replace(
+      panel,
+      runs.length
+        ? simpleTable(
+            `Runs of trial ${trial.id}`,
+            ["Run", "Slots", "Started", "Ended", "Duration", "How it ended"],
+            runs.map((r) => [String(r.run_id), (r.slots || []).join(", ") || "—", fmt.time(r.started_at), r.ended_at ? fmt.time(r.ended_at) : "running",
+              fmt.duration(r.started_at, r.ended_at), r.ended_how || (r.ended_at ? "—" : "running")]),
+            { numeric: [0], wrap: [5] },
+          )
+        : emptyState("Not launched yet", trial.end_reason || "The trial runs once the scheduler gives it slots; the cluster page says why it waits."),
+      trial.exit_reason ? h("div", { class: "card" }, h("h3", null, "Exit reason"), h("p", { class: trial.state === "ERRORED" ? "bad" : null }, trial.exit_reason)) : null,
+      trial.last_log_lines?.length
+        ? h("div", { class: "card" }, h("h3", null, "Its last lines before the end"), h("pre", { class: "code-block" }, trial.last_log_lines.join("\n")))
+        : null,
+    );
+  }
+  render();
+  return { update: render };
+}
+
+export function createEnvironmentTab(panel, page) {
+  function render() {
+    const trial = page.trial;
+    const config = page.experiment?.config || {};
+    const runs = (trial.runs || []).filter((r) => r.environment && Object.keys(r.environment).length);
+    const configured = { environment: config.environment, resources: config.resources, entrypoint: config.entrypoint };
+    replace(
+      panel,
+      h("h2", null, "Where each run ran"),
+      runs.length
+        ? runs.map((r) => h("div", { class: "card" }, h("h3", null, `Run ${r.run_id}`),
+            facts(Object.entries(r.environment).map(([key, value]) => [key, h("span", { class: "mono" }, fmt.hparam(value))]))))
+        : h("p", { class: "muted" }, "No run has recorded its environment yet (it is recorded when a run starts)."),
+      h("h2", { style: { marginTop: "18px" } }, "What the experiment asked for"),
+      h("pre", { class: "code-block", tabindex: "0", "aria-label": "Environment, resources and entrypoint from the experiment config" },
+        toYaml(Object.fromEntries(Object.entries(configured).filter(([, v]) => v !== undefined)))),
+    );
+  }
+  render();
+  return { update: render };
+}

@@ -1,0 +1,18 @@
+// Colours of marks that are not the theme's: trials by rank, and a few side by side.
+
+import { cssVar } from "./theme.js";
+
+// Good to bad: rank 0 (the best) teal, through green and yellow, to orange (the worst).
+export function rankColor(rank, count, alpha = 0.85) {
+  const t = count > 1 ? rank / (count - 1) : 0;
+  const hue = 160 - t * 130; // teal (good) through yellow to orange-red (bad)
+  const lightness = isDark() ? 62 : 42;
+  return `hsla(${hue}, 70%, ${lightness}%, ${alpha})`;
+}
+
+export function isDark() {
+  return cssVar("--scheme") === "dark";
+}
+
+// Distinct colours for a few trials side by side (the compare view).
+export const PALETTE = ["#2f7ed8", "#e4572e", "#17a589", "#a05195", "#f0a202"];

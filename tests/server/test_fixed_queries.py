@@ -1,0 +1,157 @@
+"""The reads the web UI makes most stay a fixed number of queries however many experiments
+and trials there are: the experiment list (once a few queries per experiment) and an
+experiment's curves (one query for every trial's points, and only the live trials' once
+the ended ones' curves are kept). On a real SQLite file, with the master's own write path
+for the metrics."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import event, select
+
+from shipyard.common import api
+from shipyard.server import orm
+from shipyard.server.db import Database
+from shipyard.server.services import experiments, metric_series, metrics, views
+from shipyard.server.services.curve_cache import CurveCache
+
+
+@pytest.fixture
+def db(tmp_path):
+    database = Database(f"sqlite:///{tmp_path / 'shipyard.db'}")
+    database.migrate()
+    yield database
+    database.close()
+
+
+def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool = True) -> int:
+    """An ended experiment whose trials reported a curve and validations, as trials do."""
+    keys = metrics.MetricKeyCache()
+    with db.write() as s:
+        ws = experiments.workspace_id("default", session=s)
+        searcher = {"name": "random", "metric": metric, "smaller_is_better": smaller}
+        exp = orm.Experiment(
+            workspace_id=ws,
+            project="p",
+            name=f"{n_trials} trials",
+            config={"searcher": searcher},
+            config_yaml="",
+            state="COMPLETED",
+            seed=1,
+            checkpoint_base="/nowhere",
+        )
+        s.add(exp)
+        s.flush()
+        for i in range(n_trials):
+            trial = orm.Trial(
+                experiment_id=exp.id,
+                workspace_id=ws,
+                request_id=f"r{i:04d}",
+                hparams={"i": i},
+                seed=i,
+                state="COMPLETED" if i % 3 else "ERRORED",
+            )
+            s.add(trial)
+            s.flush()
+            reports = [
+                {"group": "training", "steps_completed": step, "metrics": {"loss": i + 1 / step}}
+                for step in range(1, 30)
+            ] + [
+                {"group": "validation", "steps_completed": 10, "metrics": {metric: (i * 7) % 5}},
+                {"group": "validation", "steps_completed": 20, "metrics": {"other": -i}},
+            ]
+            reporting = metrics.reporting_trial(trial.id, session=s)
+            metrics.ingest(reporting, 0, reports, keys=keys, session=s)
+        return exp.id
+
+
+@contextmanager
+def counted(db):
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:
+        if not statement.startswith("BEGIN"):
+            statements.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        yield statements
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+
+
+def list_all(db):
+    with db.read() as s:
+        return experiments.list_summaries(state=None, archived=None, limit=1000, session=s)
+
+
+def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of_queries(db):
+    add_experiment(db, 3)
+    add_experiment(db, 1, metric="acc", smaller=False)
+    with counted(db) as few:
+        small = list_all(db)
+    for n in (5, 12, 0, 7):
+        add_experiment(db, n, smaller=n % 2 == 0)
+    with counted(db) as many:
+        large = list_all(db)
+    assert len(small) == 2 and len(large) == 6
+    assert len(many) == len(few) <= 5
+
+    with db.read() as s:  # the same summary the experiment's own page shows
+        for summary in large:
+            exp = experiments.get(summary.id, session=s)
+            detail = views.experiment_detail(exp, session=s)
+            assert summary.model_dump() == {
+                field: value
+                for field, value in detail.model_dump().items()
+                if field in type(summary).model_fields
+            }
+    by_trials = {e.num_trials: e for e in large}
+    assert by_trials[12].trial_states == {"COMPLETED": 8, "ERRORED": 4}
+    assert by_trials[12].best_validation == 0  # smaller is better: the least of (i*7) % 5
+    assert by_trials[7].best_validation == 4  # larger is better
+    assert by_trials[0].best_validation is None and by_trials[0].best_trial_id is None
+
+
+def curves(db, exp_id: int, cache: CurveCache) -> list[api.MetricSeries]:
+    with db.read() as s:
+        found = metric_series.curves(
+            exp_id, name="loss", group="training", max_points=10, cache=cache, session=s
+        )
+    return [api.MetricSeries.model_validate_json(data) for data in found]
+
+
+def test_an_experiments_curves_take_the_same_queries_for_2_trials_as_for_40(db):
+    small, large = add_experiment(db, 2), add_experiment(db, 40)
+    with counted(db) as few:
+        assert len(curves(db, small, CurveCache())) == 2
+    with counted(db) as many:
+        found = curves(db, large, CurveCache())
+    assert len(found) == 40
+    assert len(many) == len(few) <= 3  # the metric's key, the trials, every trial's points
+    assert all(len(s.points) <= 10 for s in found)
+
+
+def test_ended_trials_curves_are_kept_and_a_live_trials_curve_is_read_anew(db):
+    exp_id = add_experiment(db, 6)
+    with db.write() as s:
+        trials = select(orm.Trial).where(orm.Trial.experiment_id == exp_id)
+        live = s.scalars(trials.order_by(orm.Trial.id)).first()
+        live.state, live.run_id = "RUNNING", 1
+        live_id = live.id
+    cache = CurveCache()
+    first = curves(db, exp_id, cache)
+    with db.write() as s:  # the live trial reports on, and far beyond its earlier steps
+        reporting = metrics.reporting_trial(live_id, session=s)
+        report = {"group": "training", "steps_completed": 500, "metrics": {"loss": 42.0}}
+        metrics.ingest(reporting, 1, [report], keys=metrics.MetricKeyCache(), session=s)
+    with counted(db) as statements:
+        second = curves(db, exp_id, cache)
+    assert second == curves(db, exp_id, CurveCache())  # what a cold read says
+    assert second[0].trial_id == live_id
+    assert second[0].points[-1].model_dump() == {"steps_completed": 500, "value": 42.0}
+    assert second[1:] == first[1:]
+    points_query = next(q for q in statements if "metric_points" in q)
+    assert "trials" not in points_query  # only the live trial's points were read

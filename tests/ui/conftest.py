@@ -1,0 +1,183 @@
+"""The web UI's browser tests: a real master with a finished ASHA search and a running
+experiment, and Debian's Chromium driven by Playwright (no browser download)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.master import Master
+from tests.fixtures.require import missing, module
+
+ROOT = Path(__file__).resolve().parents[2]
+QUADRATIC = ROOT / "examples" / "quadratic"
+CODE = Path(__file__).parent / "trial_code"
+DOC_IMAGES = ROOT / "docs" / "images"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-gpu",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def asha_config() -> str:
+    """The ASHA example, searching its target too: two hyperparameters for the heat map."""
+    config = yaml.safe_load((QUADRATIC / "asha.yaml").read_text())
+    config["description"] = "Adaptive ASHA over the learning rate and target of a quadratic"
+    config["labels"] = ["asha", "tutorial"]
+    config["hyperparameters"]["target"] = {"type": "double", "minval": 1.0, "maxval": 5.0}
+    return yaml.safe_dump(config)
+
+
+def live_config(inbox: Path) -> str:
+    """Three trials of echo.py on a two-slot master: two run, one waits for a slot."""
+    return yaml.safe_dump(
+        {
+            "name": "live-echo",
+            "description": "Trials that run until paused and print what the test asks",
+            "labels": ["live"],
+            "entrypoint": "python3 echo.py",
+            "hyperparameters": {
+                "inbox": str(inbox),
+                "lr": {"type": "log", "base": 10, "minval": -2, "maxval": 0},
+            },
+            "searcher": {
+                "name": "random",
+                "metric": "val_loss",
+                "max_trials": 3,
+                "max_concurrent_trials": 3,
+            },
+            "max_restarts": 0,
+            "reproducibility": {"experiment_seed": 3},
+        }
+    )
+
+
+@dataclass
+class Site:
+    """The master the pages show, and what runs on it."""
+
+    master: Master
+    asha: dict  # the finished ASHA experiment (detail)
+    live_id: int  # the running experiment
+    live_trials: list[int]  # its running trials
+    inbox: Path
+    shots: Path  # where screenshots go (the test's output)
+    taken: list[str] = field(default_factory=list)
+
+    def say(self, trial_id: int, text: str) -> None:
+        """Make a running echo trial print `text` (one line)."""
+        folder = self.inbox / str(trial_id)
+        tmp = folder / "say.tmp"
+        tmp.write_text(text + "\n")
+        tmp.rename(folder / f"{time.monotonic_ns()}.txt")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if not CHROMIUM.exists():
+        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
+    module("playwright.sync_api", "the browser extra (make setup installs it)")
+    base = tmp_path_factory.mktemp("ui")
+    master = Master(base / "home", slots=2).start()
+    live_id = None
+    try:
+        asha = master.wait(master.create(asha_config(), QUADRATIC)["id"], timeout=120)
+        assert asha["state"] == "COMPLETED", asha
+        inbox = base / "inbox"
+        inbox.mkdir()
+        live_id = master.create(live_config(inbox), CODE)["id"]
+
+        def running_and_ready():
+            trials = [t for t in master.experiment(live_id)["trials"] if t["state"] == "RUNNING"]
+            ready = [t["id"] for t in trials if "echo trial ready" in master.logs(t["id"])]
+            return ready if len(ready) == 2 else None
+
+        live_trials = master.wait_for(running_and_ready, timeout=60, what="two echo trials")
+        shots = tmp_path_factory.mktemp("ui-screenshots")
+        yield Site(master, asha, live_id, live_trials, inbox, shots)
+        # docs/ui.md's pictures: taken again on request only, so a test run leaves the
+        # tracked files as they are (SHIPYARD_UI_DOC_SCREENSHOTS=1 pytest tests/ui).
+        if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
+            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+            for png in sorted(shots.glob("ui-*.png")):
+                shutil.copyfile(png, DOC_IMAGES / png.name)
+    finally:
+        if live_id is not None:  # its trials never end by themselves
+            master.http.post(f"/experiments/{live_id}/kill")
+            master.wait(live_id, timeout=60)
+        master.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_context(site):
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="shipyard-chromium-") as profile:
+        with sync_playwright() as playwright:
+            context = playwright.chromium.launch_persistent_context(
+                profile,
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport=VIEWPORT,
+                color_scheme="light",
+            )
+            try:
+                yield context
+            finally:
+                context.close()
+
+
+class Browser:
+    """A page of the UI that remembers every console error and uncaught exception."""
+
+    def __init__(self, page, site: Site) -> None:
+        self.page = page
+        self.site = site
+        self.errors: list[str] = []
+        self.dark = False
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+
+    def _console(self, message) -> None:
+        if message.type == "error":
+            self.errors.append(f"console error at {self.page.url}: {message.text}")
+
+    def open(self, path: str, ready: str, dark: bool = False, timeout_ms: float = 10_000):
+        """Load `path` (in the dark theme: the system's preference, emulated) and wait until
+        `ready` (a CSS selector) shows."""
+        self.dark = dark
+        self.page.emulate_media(color_scheme="dark" if dark else "light")
+        self.page.goto(self.site.master.url + path)
+        self.page.wait_for_selector(ready, timeout=timeout_ms)
+        return self.page
+
+    def screenshot(self, name: str) -> None:
+        """ui-<name>.png (ui-<name>-dark.png) in the test's output folder."""
+        self.page.wait_for_timeout(200)  # the charts' last frame
+        file = f"ui-{name}{'-dark' if self.dark else ''}.png"
+        self.page.screenshot(path=str(self.site.shots / file), full_page=True)
+        self.site.taken.append(file)
+
+
+@pytest.fixture
+def browser(browser_context, site):
+    page = browser_context.new_page()
+    ui = Browser(page, site)
+    yield ui
+    page.close()
+    assert not ui.errors, "\n".join(ui.errors)

@@ -1,0 +1,159 @@
+"""The web UI in a real browser (Debian's Chromium through Playwright) against a real master
+with a finished ASHA search and a running experiment: every page loads without a console
+error, the learning curves have one line per trial, two selected trials open the compare
+view, a line a running trial prints shows within 2 s, and the pause button pauses. Each
+page's screenshot (light, and dark for the main ones) goes to the test's output folder, and
+to docs/images/ for docs/ui.md with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import pytest
+
+from tests.e2e.master import Master
+
+pytestmark = pytest.mark.browser
+
+
+def best_trial(site) -> int:
+    return site.asha["best_trial_id"]
+
+
+def views(site):
+    """(screenshot name, path, selector that shows once the page has its data, also dark)."""
+    asha = f"/experiments/{site.asha['id']}"
+    best = best_trial(site)
+    curves = "#curves-chart[data-series-count]"
+    parallel = "#parallel-coordinates[data-series-count]"
+    return [
+        ("experiments", "/", "tbody tr[data-key]", True),
+        ("experiment-curves", asha, curves, True),
+        ("experiment-hparams", f"{asha}?tab=hparams", parallel, True),
+        ("experiment-rungs", f"{asha}?tab=rungs", ".rung li", False),
+        ("experiment-trials", f"{asha}?tab=trials", "tbody tr[data-key]", False),
+        ("experiment-config", f"{asha}?tab=config", "pre.code-block", False),
+        ("experiment-running", f"/experiments/{site.live_id}", curves, False),
+        ("trial-metrics", f"/trials/{best}", ".chart[data-series-count]", True),
+        ("trial-checkpoints", f"/trials/{best}?tab=checkpoints", "a[download]", False),
+        ("trial-runs", f"/trials/{best}?tab=runs", "tbody tr", False),
+        ("trial-environment", f"/trials/{best}?tab=environment", "pre.code-block", False),
+        ("cluster", "/cluster", "tbody tr", True),
+    ]
+
+
+def test_every_page_loads_without_a_console_error(browser, site):
+    for name, path, ready, dark in views(site):
+        browser.open(path, ready)
+        browser.screenshot(name)
+        if dark:
+            browser.open(path, ready, dark=True)
+            browser.screenshot(name)
+        assert not browser.errors, browser.errors  # the fixture checks too; this names the page
+
+
+def test_the_learning_curves_have_one_line_per_trial(browser, site):
+    exp = site.asha
+    page = browser.open(f"/experiments/{exp['id']}", "#curves-chart[data-series-count]")
+    lines = int(page.get_attribute("#curves-chart", "data-series-count"))
+    curves = site.master.http.get(
+        f"/experiments/{exp['id']}/curves", params={"name": exp["metric"]}
+    ).json()
+    assert lines == len(curves) == len(exp["trials"]) == 16
+    # The trials table below the chart has one row per trial too.
+    assert page.locator("tbody tr[data-key]").count() == 16
+
+
+def test_selecting_two_trials_opens_the_compare_view(browser, site):
+    exp = site.asha
+    page = browser.open(f"/experiments/{exp['id']}?tab=trials", "tbody tr[data-key]")
+    compare = page.locator("button[data-action=compare]")
+    assert compare.is_disabled()
+    rows = page.locator("tbody tr[data-key]")
+    chosen = [int(rows.nth(i).get_attribute("data-key")) for i in (0, 1)]
+    for i in (0, 1):
+        rows.nth(i).locator("input[type=checkbox]").check()
+    compare.click()
+    page.wait_for_selector("[data-view=compare]")
+    page.wait_for_selector(".compare-table thead a")  # the trials' details have loaded
+    assert re.search(r"compare=(\d+)%2C(\d+)|compare=(\d+),(\d+)", page.url)
+    heads = page.locator(".compare-table thead a").all_inner_texts()
+    assert heads == [f"Trial {t}" for t in chosen]
+    # Every metric the two reported, overlaid: each chart has both trials' lines.
+    page.wait_for_selector(".chart[data-series-count='2']")
+    assert page.locator(".compare-table tr.diff").count() >= 1  # their lr differs
+    browser.screenshot("compare")
+    page.go_back()
+    page.wait_for_selector("tbody tr[data-key]")  # back to the trials tab, no reload
+
+
+def test_tables_are_navigable_with_the_keyboard(browser, site):
+    page = browser.open(f"/experiments/{site.asha['id']}?tab=trials", "tbody tr[data-key]")
+    first = page.locator("tbody tr[data-key]").first
+    first.focus()
+    page.keyboard.press("ArrowDown")
+    second = page.locator("tbody tr[data-key]").nth(1)
+    assert second.evaluate("row => row === document.activeElement")
+    trial_id = second.get_attribute("data-key")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/trials/{trial_id}")
+    page.wait_for_selector(".chart[data-series-count]")
+
+
+def test_filters_live_in_the_query_string(browser, site):
+    page = browser.open("/", "tbody tr[data-key]")
+    assert page.locator("tbody tr[data-key]").count() == 2
+    page.get_by_label("Search").fill("quadratic")
+    page.wait_for_url(re.compile(r"\?q=quadratic$"))
+    assert page.locator("tbody tr[data-key]").count() == 1
+    page.reload()  # a shared link shows the same filtered list
+    page.wait_for_selector("tbody tr[data-key]")
+    assert page.get_by_label("Search").input_value() == "quadratic"
+    assert page.locator("tbody tr[data-key]").count() == 1
+
+
+def test_a_line_the_trial_prints_shows_in_its_logs_within_2_s(browser, site):
+    trial_id = site.live_trials[0]
+    page = browser.open(f"/trials/{trial_id}?tab=logs", ".log-line")
+    page.wait_for_selector("#log-view >> text=echo trial ready")
+    page.wait_for_timeout(500)  # the page now waits on its long poll
+    line = f"hello from the browser test {uuid.uuid4().hex}"
+    started = time.monotonic()
+    site.say(trial_id, line)
+    page.wait_for_selector(f"#log-view >> text={line}", timeout=5_000)
+    elapsed = time.monotonic() - started
+    print(f"the line showed after {elapsed:.2f} s")
+    assert elapsed < 2.0, f"the line showed after {elapsed:.2f} s"
+    # The level filter reads the level from the text.
+    site.say(trial_id, "WARNING: the learning rate looks high")
+    site.say(trial_id, "ERROR: something the test made up")
+    page.wait_for_selector("#log-view >> text=ERROR: something the test made up")
+    page.get_by_label("Level").select_option("error")
+    assert page.locator(".log-line").all_inner_texts() == ["ERROR: something the test made up"]
+    assert "level=error" in page.url
+    page.get_by_label("Level").select_option("all")
+    browser.screenshot("trial-logs")
+    browser.open(f"/trials/{trial_id}?tab=logs", f"#log-view >> text={line}", dark=True)
+    browser.screenshot("trial-logs")
+
+
+def test_the_pause_button_pauses_the_experiment(browser, site):
+    page = browser.open(f"/experiments/{site.live_id}", "button[data-action=pause]")
+    page.click("button[data-action=pause]")
+    site.master.wait(site.live_id, timeout=10, states={"PAUSED"})
+    # The page follows: the experiment offers Activate now, without a reload.
+    page.wait_for_selector("button[data-action=activate]", timeout=10_000)
+
+
+def test_an_empty_master_says_how_to_submit_an_experiment(browser, site, tmp_path):
+    empty = Master(tmp_path / "home", slots=1).start()
+    try:
+        browser.page.goto(empty.url + "/")
+        browser.page.wait_for_selector(".empty-state")
+        assert "shipyard experiment create config.yaml ." in browser.page.inner_text(".empty-state")
+        browser.dark = False
+        browser.screenshot("empty")
+    finally:
+        empty.stop()
