@@ -69,11 +69,11 @@ def test_every_trial_has_its_curve_in_trial_order_with_all_points_when_short(mas
     trial_ids = sorted(t["id"] for t in experiment["trials"])
     assert [s["trial_id"] for s in series] == trial_ids
     for s in series:
-        assert (s["name"], s["group"]) == ("val_loss", "validation")
-        assert [p["steps_completed"] for p in s["points"]] == [50, 100, 150, 200]
+        assert set(s) == {"trial_id", "steps", "values"}  # columns, not an object a point
+        assert s["steps"] == [50, 100, 150, 200]
         # the same points the trial's own series has
         own = master.metrics(s["trial_id"], "validation", "val_loss")
-        assert [(p["steps_completed"], p["value"]) for p in s["points"]] == own
+        assert list(zip(s["steps"], s["values"], strict=True)) == own
 
 
 def test_a_long_curve_is_downsampled_keeping_its_ends_spikes_dips_and_gaps(master, experiment):
@@ -83,7 +83,7 @@ def test_a_long_curve_is_downsampled_keeping_its_ends_spikes_dips_and_gaps(maste
     assert len(series) == 3
     for s in series:
         k = next(t["hparams"]["k"] for t in experiment["trials"] if t["id"] == s["trial_id"])
-        points = [(p["steps_completed"], p["value"]) for p in s["points"]]
+        points = list(zip(s["steps"], s["values"], strict=True))
         assert len(points) <= 22
         steps = [step for step, _ in points]
         assert steps == sorted(steps)
@@ -94,7 +94,7 @@ def test_a_long_curve_is_downsampled_keeping_its_ends_spikes_dips_and_gaps(maste
         assert any(value is None and step in GAP for step, value in points)  # the gap shows
 
     whole = curves(master, experiment["id"], name="loss", group="training").json()
-    assert [len(s["points"]) for s in whole] == [STEPS] * 3  # 200 <= the default of 400
+    assert [len(s["steps"]) for s in whole] == [STEPS] * 3  # 200 <= the default of 400
 
 
 def test_the_trials_own_series_can_be_downsampled_too(master, experiment):

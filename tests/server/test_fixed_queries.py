@@ -115,12 +115,12 @@ def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of
     assert by_trials[0].best_validation is None and by_trials[0].best_trial_id is None
 
 
-def curves(db, exp_id: int, cache: CurveCache) -> list[api.MetricSeries]:
+def curves(db, exp_id: int, cache: CurveCache) -> list[api.Curve]:
     with db.read() as s:
         found = metric_series.curves(
             exp_id, name="loss", group="training", max_points=10, cache=cache, session=s
         )
-    return [api.MetricSeries.model_validate_json(data) for data in found]
+    return [api.Curve.model_validate_json(data) for data in found]
 
 
 def test_an_experiments_curves_take_the_same_queries_for_2_trials_as_for_40(db):
@@ -131,7 +131,7 @@ def test_an_experiments_curves_take_the_same_queries_for_2_trials_as_for_40(db):
         found = curves(db, large, CurveCache())
     assert len(found) == 40
     assert len(many) == len(few) <= 3  # the metric's key, the trials, every trial's points
-    assert all(len(s.points) <= 10 for s in found)
+    assert all(len(s.steps) == len(s.values) <= 10 for s in found)
 
 
 def test_ended_trials_curves_are_kept_and_a_live_trials_curve_is_read_anew(db):
@@ -151,7 +151,7 @@ def test_ended_trials_curves_are_kept_and_a_live_trials_curve_is_read_anew(db):
         second = curves(db, exp_id, cache)
     assert second == curves(db, exp_id, CurveCache())  # what a cold read says
     assert second[0].trial_id == live_id
-    assert second[0].points[-1].model_dump() == {"steps_completed": 500, "value": 42.0}
+    assert (second[0].steps[-1], second[0].values[-1]) == (500, 42.0)
     assert second[1:] == first[1:]
     points_query = next(q for q in statements if "metric_points" in q)
     assert "trials" not in points_query  # only the live trial's points were read

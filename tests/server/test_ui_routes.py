@@ -5,10 +5,12 @@ error shape for anything else. Needs src/shipyard/server/web/index.html (the fro
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import httpx
 import pytest
 
+from shipyard.server.routers import ui
 from tests.e2e.master import Master
 
 PAGES = ("/", "/experiments/1", "/experiments/12345", "/trials/7", "/cluster")
@@ -48,6 +50,19 @@ def test_every_file_the_page_loads_is_served(web):
         assert r.status_code == 200, path
         assert r.content, path
         assert r.headers["cache-control"] == "no-cache", path
+
+
+def test_the_page_preloads_every_module_of_the_front_end(web):
+    # A module left out still works, but its import is fetched a round trip later.
+    static = Path(ui.STATIC)
+    modules = {
+        "/static/" + p.relative_to(static).as_posix()
+        for p in static.rglob("*.js")
+        if "vendor" not in p.relative_to(static).parts
+    }
+    page = web.get("/").text
+    preloaded = set(re.findall(r"""<link rel="modulepreload" href="([^"]+)">""", page))
+    assert preloaded == modules
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from shipyard.client.submit import submit_experiment
 from shipyard.common.api import (
     ActionResult,
     CheckpointInfo,
+    Curve,
     ExperimentDetail,
     ExperimentSummary,
     LogLine,
@@ -99,7 +100,7 @@ class Shipyard:
 
     def curves(
         self, experiment_id: int, name: str, *, group: str = "validation", max_points: int = 400
-    ) -> list[MetricSeries]:
+    ) -> list[Curve]:
         """One metric of every trial of the experiment, each downsampled to max_points."""
         return experiments.get_experiment_curves(
             self.session, experiment_id, name, group=group, max_points=max_points

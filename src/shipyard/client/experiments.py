@@ -10,12 +10,12 @@ from shipyard.client.session import Session
 from shipyard.common.api import (
     ActionResult,
     CreateExperimentRequest,
+    Curve,
     ExperimentDetail,
     ExperimentResources,
     ExperimentSummary,
     LogPage,
     MetricName,
-    MetricSeries,
     TrialSummary,
 )
 from shipyard.common.errors import ShipyardError
@@ -89,11 +89,11 @@ def get_experiment_curves(
     *,
     group: str = "validation",
     max_points: int = 400,
-) -> list[MetricSeries]:
+) -> list[Curve]:
     """One metric of every trial that reported it, each downsampled to max_points."""
     params = {"name": name, "group": group, "max_points": max_points}
     items = session.get(f"/experiments/{experiment_id}/curves", params=params)
-    return [MetricSeries.model_validate(item) for item in items]
+    return [Curve.model_validate(item) for item in items]
 
 
 def list_experiment_metric_names(session: Session, experiment_id: int) -> list[MetricName]:

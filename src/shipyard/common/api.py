@@ -230,6 +230,16 @@ class MetricName(BaseModel):
     group: str  # "training" or "validation"
 
 
+class Curve(BaseModel):
+    """One trial's series of one metric as two columns, steps[i] and values[i]: an
+    experiment's curves are a thousand series at once, and an object per point doubled the
+    answer's size and the browser's time to read it."""
+
+    trial_id: int
+    steps: list[int]
+    values: list[float | None]  # None: not finite
+
+
 class ExperimentResources(BaseModel):
     """Scheduling settings changed on a live experiment; a field left out stays as it is
     (max_slots null removes the cap)."""

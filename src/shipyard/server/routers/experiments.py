@@ -150,7 +150,7 @@ def list_experiment_trials(exp_id: int, m: MasterState = Depends(master)) -> Res
 @router.get(
     "/experiments/{exp_id}/curves",
     operation_id="get_experiment_curves",
-    response_model=list[api.MetricSeries],
+    response_model=list[api.Curve],
 )
 def get_experiment_curves(
     exp_id: int,

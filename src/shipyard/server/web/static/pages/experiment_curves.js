@@ -129,8 +129,8 @@ export function createCurvesTab(panel, page) {
       key: s.trial_id,
       label: `Trial ${s.trial_id}`,
       color: colors.get(s.trial_id) || "gray",
-      xs: s.points.map((p) => p.steps_completed),
-      ys: smooth(s.points.map((p) => p.value), state.smooth),
+      xs: s.steps,
+      ys: smooth(s.values, state.smooth),
     }));
     if (!chart || !chartArea.contains(chartBox)) {
       chart?.destroy();

@@ -27,10 +27,10 @@ async function valuesByTime(exp, signal) {
     api.curves(exp.id, { name: exp.metric, group: "validation", max_points }, signal),
     timeMetric ? api.curves(exp.id, { name: timeMetric, group: "validation", max_points }, signal) : null,
   ]);
-  const timeAt = new Map((times || []).map((s) => [s.trial_id, new Map(s.points.map((p) => [p.steps_completed, p.value]))]));
+  const timeAt = new Map((times || []).map((s) => [s.trial_id, new Map(s.steps.map((step, i) => [step, s.values[i]]))]));
   return new Map(values.map((s) => {
     const byStep = timeAt.get(s.trial_id);
-    return [s.trial_id, s.points.map((p) => [byStep ? byStep.get(p.steps_completed) ?? p.steps_completed : p.steps_completed, p.value])];
+    return [s.trial_id, s.steps.map((step, i) => [byStep ? byStep.get(step) ?? step : step, s.values[i]])];
   }));
 }
 
