@@ -105,6 +105,10 @@ def test_archive_unarchive_and_list_all_from_the_command_line(master, running):
 
     assert running not in rows()
     assert rows("--all")[running] == "CANCELED (archived)"
+    # `shipyard status` still counts the archived experiment's trials.
+    status = json.loads(master.cli("status", "--json").stdout)
+    killed = master.experiment(running)["trial_states"]
+    assert killed and all(status["trial_states"].get(k, 0) >= n for k, n in killed.items())
     shown = master.cli("experiment", "describe", running).stdout
     assert re.search(r"^State\s+CANCELED \(archived\)\s*$", shown, re.M), shown
 

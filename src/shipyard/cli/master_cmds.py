@@ -89,7 +89,8 @@ def status(ctx: typer.Context, json_output: JsonFlag = False) -> None:
     info = get_master(session)
     slots = list_slots(session)
     trial_states: Counter[str] = Counter()
-    for experiment in list_experiments(session):
+    # Every experiment's trials, archived ones too (up to the API's 10,000 newest).
+    for experiment in list_experiments(session, archived="all", limit=10_000):
         trial_states.update(experiment.trial_states)
     if json_output:
         print_json(

@@ -17,10 +17,10 @@ def json_response(body: BaseModel | Sequence[BaseModel], status_code: int = 200)
     if isinstance(body, BaseModel):
         data = body.model_dump_json().encode()
         return Response(data, status_code=status_code, media_type="application/json")
-    return json_list_response([item.model_dump_json().encode() for item in body])
+    return json_list_response([item.model_dump_json().encode() for item in body], status_code)
 
 
-def json_list_response(items: Sequence[bytes]) -> Response:
+def json_list_response(items: Sequence[bytes], status_code: int = 200) -> Response:
     """A JSON list of items each already serialized (e.g. kept from an earlier answer)."""
     data = b"[" + b",".join(items) + b"]"
-    return Response(data, media_type="application/json")
+    return Response(data, status_code=status_code, media_type="application/json")

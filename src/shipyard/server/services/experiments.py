@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from shipyard.common import api
 from shipyard.common.config import load_config, validate_context
@@ -154,7 +154,13 @@ def list_summaries(
 ) -> list[api.ExperimentSummary]:
     """Newest first; archived: False hides archived experiments, True shows only those,
     None shows both."""
-    query = select(orm.Experiment).order_by(orm.Experiment.id.desc()).limit(limit)
+    # Not the searcher's state nor the config's text: large, and no summary shows them.
+    query = (
+        select(orm.Experiment)
+        .options(defer(orm.Experiment.searcher_state), defer(orm.Experiment.config_yaml))
+        .order_by(orm.Experiment.id.desc())
+        .limit(limit)
+    )
     if state:
         try:
             query = query.where(orm.Experiment.state == ExperimentState(state.upper()))
