@@ -5,7 +5,8 @@
   learning-curves API of one experiment (every trial's curve, downsampled on the server),
   each as p50/p95 over repeated requests;
 - the experiment page in Chromium: first contentful paint, and the time until its
-  learning-curve chart has drawn every trial's line.
+  learning-curve chart has drawn every trial's line, on a master just started (every curve
+  read from the database) and then with the master's curve cache warm.
 
 Targets from the issue: API p95 under 100 ms, the page under 1.5 s. Prints one JSON object.
 
@@ -27,9 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from _master import Master
+from _stats import percentile
 
 CHART = "#curves-chart[data-series-count]"  # the experiment page's learning curves, drawn
 CHROMIUM_ARGS = [
@@ -137,8 +140,8 @@ def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> 
 
 
 def timed(api: httpx.Client, path: str, params: dict[str, Any], repeat: int) -> dict[str, Any]:
-    """The first GET's time in ms (a cold master: nothing cached yet), then p50/p95/max of
-    ``repeat`` more, and the answer's size."""
+    """The first GET's time in ms (on a master just started: nothing cached yet), then
+    p50/p95/max of ``repeat`` more, and the answer's size."""
     started = time.perf_counter()
     api.get(path, params=params).raise_for_status()
     first = (time.perf_counter() - started) * 1000
@@ -148,27 +151,28 @@ def timed(api: httpx.Client, path: str, params: dict[str, Any], repeat: int) -> 
         answer = api.get(path, params=params)
         times.append((time.perf_counter() - started) * 1000)
         size = len(answer.raise_for_status().content)
-    times.sort()
     return {
         "first_ms": round(first, 1),
         "p50_ms": round(statistics.median(times), 1),
-        "p95_ms": round(times[max(0, math.ceil(0.95 * len(times)) - 1)], 1),
-        "max_ms": round(times[-1], 1),
+        "p95_ms": round(percentile(times, 0.95), 1),
+        "max_ms": round(max(times), 1),
         "bytes": size,
     }
 
 
 def page_times(url: str, repeat: int) -> dict[str, Any]:
     """First contentful paint and the time until the curves chart has drawn, in a fresh
-    Chromium page each time (ms from navigation start)."""
+    Chromium page each time (ms from navigation start), and the max_points the page asked
+    the curves for."""
     from playwright.sync_api import sync_playwright
 
-    paints, charts, lines = [], [], 0
+    paints, charts, lines, asked = [], [], 0, []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             for _ in range(repeat):
                 page = browser.new_page()
+                page.on("request", lambda r: asked.append(r.url) if "/curves?" in r.url else None)
                 page.goto(url)
                 chart = page.wait_for_selector(CHART, timeout=60_000)
                 assert chart is not None
@@ -187,6 +191,7 @@ def page_times(url: str, repeat: int) -> dict[str, Any]:
         "chart_drawn_ms": round(statistics.median(charts)),
         "chart_drawn_max_ms": round(max(charts)),
         "lines_drawn": lines,
+        "curves_max_points": int(parse_qs(urlsplit(asked[0]).query)["max_points"][0]),
     }
 
 
@@ -204,30 +209,34 @@ def measure(
     with master:
         ids = create_experiments(master, experiments, trials)
     seeded = seed(master.home / "shipyard.db", ids, trials, points)
-    with master:
+    exp = ids[0]
+    page_url = f"{master.url}/experiments/{exp}"
+    with master:  # just started: the page reads every curve from the database
+        cold_page = page_times(page_url, 1)
+    with master:  # again, for the APIs' first requests; then the same, cached
         with httpx.Client(base_url=master.url + "/api/v1", timeout=60) as api:
-            exp = ids[0]
+            curves_query = {
+                "name": "val_loss",
+                "group": "validation",
+                "max_points": cold_page["curves_max_points"],  # as the page asks
+            }
             apis = {
                 "experiments_list": timed(api, "/experiments", {}, repeat),
                 "experiment": timed(api, f"/experiments/{exp}", {}, repeat),
-                "learning_curves": timed(
-                    api,
-                    f"/experiments/{exp}/curves",
-                    {"name": "val_loss", "group": "validation", "max_points": 200},
-                    repeat,
-                ),
+                "learning_curves": timed(api, f"/experiments/{exp}/curves", curves_query, repeat),
             }
-        page = page_times(f"{master.url}/experiments/{exp}", max(3, repeat // 5))
-    api_ok = all(figures["p95_ms"] < 100 for figures in apis.values())
+        warm_page = page_times(page_url, max(3, repeat // 5))
     return {
         "bench": "ui_scale",
         "seeded": seeded,
         "experiment_trials": trials,
         "api": apis,
-        "page": page,
+        "page_cold_master": cold_page,
+        "page": warm_page,
         "targets": {
-            "api_p95_under_100ms": api_ok,
-            "page_under_1500ms": page["chart_drawn_ms"] < 1500,
+            "api_p95_under_100ms": {name: f["p95_ms"] < 100 for name, f in apis.items()},
+            "page_under_1500ms": warm_page["chart_drawn_ms"] < 1500,
+            "page_under_1500ms_cold_master": cold_page["chart_drawn_ms"] < 1500,
         },
     }
 
