@@ -7,7 +7,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,7 +76,6 @@ class Site:
     live_trials: list[int]  # its running trials
     inbox: Path
     shots: Path  # where screenshots go (the test's output)
-    taken: list[str] = field(default_factory=list)
 
     def say(self, trial_id: int, text: str) -> None:
         """Make a running echo trial print `text` (one line)."""
@@ -171,7 +170,6 @@ class Browser:
         self.page.wait_for_timeout(200)  # the charts' last frame
         file = f"ui-{name}{'-dark' if self.dark else ''}.png"
         self.page.screenshot(path=str(self.site.shots / file), full_page=True)
-        self.site.taken.append(file)
 
 
 @pytest.fixture

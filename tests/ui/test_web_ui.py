@@ -157,3 +157,48 @@ def test_an_empty_master_says_how_to_submit_an_experiment(browser, site, tmp_pat
         browser.screenshot("empty")
     finally:
         empty.stop()
+
+
+def api_requests(page, pattern: str) -> list[str]:
+    """The URLs of the API requests the page makes from now on that match `pattern`."""
+    seen: list[str] = []
+    page.on("request", lambda request: re.search(pattern, request.url) and seen.append(request.url))
+    return seen
+
+
+def test_a_page_left_while_it_loads_asks_no_more(browser, site):
+    """Leaving the running experiment's page before its first answer arrives (client-side
+    navigation) stops its polling: the late answer starts nothing."""
+    exp_id = site.live_id
+    page = browser.open("/", f"a[href='/experiments/{exp_id}']")
+    held = []
+    page.route(f"**/api/v1/experiments/{exp_id}", lambda route: held.append(route))  # it waits
+    page.click(f"a[href='/experiments/{exp_id}']")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the experiment page asked for nothing"
+    page.click("a[data-nav=cluster]")
+    page.wait_for_selector("h1:has-text('Cluster')")
+    later = api_requests(page, rf"/api/v1/experiments/{exp_id}(/|\?|$)")
+    try:
+        held[0].continue_()  # the page has aborted it; a late answer must change nothing
+    except Exception:
+        pass
+    page.unroute(f"**/api/v1/experiments/{exp_id}")
+    page.wait_for_timeout(3_000)
+    assert later == []
+
+
+@pytest.mark.parametrize("what", ["trials", "experiments"])
+def test_a_page_of_nothing_says_so_and_stops_asking(browser, site, what):
+    page = browser.page
+    asked = api_requests(page, rf"/api/v1/{what}/99999(/|\?|$)")
+    browser.open(f"/{what}/99999", ".error-box")
+    assert f"{what[:-1]} 99999 does not exist" in page.inner_text(".error-box")
+    page.wait_for_timeout(3_000)
+    assert len(asked) == 1, asked
+    assert page.inner_text("#live-status") == ""  # not "Master not answering; retrying"
+    # The browser reports the 404 as a console error; it is the one this test expects.
+    browser.errors[:] = [e for e in browser.errors if "status of 404" not in e]

@@ -26,8 +26,10 @@ async function request(method, path, { query, signal } = {}) {
     headers: { accept: "application/json" },
   });
   const body = await response.json().catch(() => null);
+  signal?.throwIfAborted(); // reading the body may have failed because of the abort
   if (!response.ok) {
-    const message = (body && (body.message || body.detail)) || response.statusText;
+    // The master's errors: {"error": {"type", "message", "details"}}.
+    const message = body?.error?.message || response.statusText;
     throw new ApiError(response.status, `${method} ${path}: ${message}`);
   }
   return body;
@@ -59,8 +61,11 @@ export const api = {
 
 // Points a chart can draw: a budget of about 200,000 for all trials together, at most 400
 // a trial (the master downsamples each curve to this many, keeping minima and maxima).
+// Past 500 trials a power of two (at least 16): the master caches curves by max_points,
+// so it should change when the trial count doubles, not with every new trial.
 export function pointsPerTrial(trialCount) {
-  return Math.max(10, Math.min(400, Math.floor(200000 / Math.max(1, trialCount))));
+  const share = Math.floor(200000 / Math.max(1, trialCount));
+  return share >= 400 ? 400 : Math.max(16, 2 ** Math.floor(Math.log2(share)));
 }
 
 export function isAbort(error) {

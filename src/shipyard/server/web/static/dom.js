@@ -164,8 +164,14 @@ export function facts(pairs, className = "facts") {
   );
 }
 
-export function link(href, text, attrs) {
-  return h("a", { href, ...attrs }, text);
+// A plain table (no sorting, no paging) of rows of cells; numeric: the columns aligned as
+// numbers; wrap: those whose long text wraps.
+export function simpleTable(caption, headers, rows, { numeric = [], wrap = [] } = {}) {
+  const cellClass = (i) => [numeric.includes(i) ? "num" : null, wrap.includes(i) ? "reason-cell" : null].filter(Boolean).join(" ") || null;
+  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
+    h("caption", { class: "visually-hidden" }, caption),
+    h("thead", null, h("tr", null, headers.map((title, i) => h("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, title)))),
+    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) => h("td", { class: cellClass(i) }, cell ?? "—")))))));
 }
 
 export function labeled(labelText, control, hint) {

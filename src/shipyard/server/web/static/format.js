@@ -86,10 +86,6 @@ export function percent(fraction) {
   return `${Math.round(Math.max(0, Math.min(1, fraction || 0)) * 100)}%`;
 }
 
-export function plural(count, word) {
-  return `${integer(count)} ${word}${count === 1 ? "" : "s"}`;
-}
-
 // Metric series in reading order: the searcher's metric first, validation before training.
 export function metricOrder(searcherMetric) {
   const rank = (name, group) => (name === searcherMetric ? 0 : group === "validation" ? 1 : 2);

@@ -2,7 +2,7 @@
 // log scale for log hyperparameters; other values one cell each); a cell's colour is the
 // best metric of the trials in it. SVG, so each cell has a title a screen reader reads.
 
-import { rankColor } from "./palette.js";
+import { rankColors } from "./palette.js";
 import { metric } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -49,10 +49,11 @@ export function drawHeatmap(container, { xAxis, yAxis, points, smallerIsBetter, 
   });
   svg.dataset.seriesCount = String(ranked.length);
   svg.append(el("rect", { x: MARGIN.left, y: MARGIN.top, width: plotW, height: plotH, fill: "none", class: "axis-line", "stroke-width": 1 }));
+  const color = rankColors(ranked.length, 0.9);
   ranked.forEach((cell, rank) => {
     const x = MARGIN.left + cell.bx * cw;
     const y = MARGIN.top + (yBins.length - 1 - cell.by) * ch;
-    const rect = el("rect", { x: x + 1, y: y + 1, width: Math.max(1, cw - 2), height: Math.max(1, ch - 2), rx: 3, fill: rankColor(rank, ranked.length, 0.9) });
+    const rect = el("rect", { x: x + 1, y: y + 1, width: Math.max(1, cw - 2), height: Math.max(1, ch - 2), rx: 3, fill: color(rank) });
     const mean = cell.values.reduce((a, b) => a + b, 0) / cell.values.length;
     rect.append(el("title", null, `${xAxis.name} ${xBins[cell.bx].label}, ${yAxis.name} ${yBins[cell.by].label}: ` +
       `${cell.values.length} trial(s), best ${metricName} ${metric(cell.best)}, mean ${metric(mean)}`));

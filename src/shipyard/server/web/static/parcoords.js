@@ -20,6 +20,7 @@ export class ParallelCoordinates {
     this.onClick = onClick;
     this.invertLast = invertLast; // smaller is better: the smallest metric at the top
     this.highlighted = null;
+    this.hovered = null; // the key of the line under the pointer
     this.canvas = h("canvas", { class: "parcoords-canvas" });
     // The highlighted line on a canvas of its own: hovering never redraws every line.
     this.layer = h("canvas", { class: "chart-layer", "aria-hidden": "true" });
@@ -31,7 +32,9 @@ export class ParallelCoordinates {
     container.dataset.seriesCount = String(rows.length);
     this.canvas.addEventListener("mousemove", (event) => this.pointer(event));
     this.canvas.addEventListener("mouseleave", () => this.setHovered(null));
-    this.canvas.addEventListener("click", () => this.hovered !== null && this.onClick?.(this.hovered));
+    this.canvas.addEventListener("click", () => {
+      if (this.hovered !== null) this.onClick?.(this.hovered);
+    });
     this.resize = new ResizeObserver(() => this.draw());
     this.resize.observe(container);
   }
@@ -166,7 +169,7 @@ export class ParallelCoordinates {
   }
 
   highlight(key) {
-    if (this.hovered !== null && this.hovered !== undefined) return;
+    if (this.hovered !== null) return;
     if (key === this.highlighted) return;
     this.highlighted = key;
     this.drawLayer();

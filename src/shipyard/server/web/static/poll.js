@@ -1,8 +1,10 @@
 // Live updates without reloading: a task runs again and again, soon after it found
 // something new, less and less often while nothing changes or the master does not answer,
-// not at all while the tab is hidden. A page stops its pollers when it is left.
+// not at all while the tab is hidden. A page starts its pollers with start(0) (the first
+// load is a run like the others) and stops them when it is left: a stopped poller never
+// runs again, and the run it aborted starts nothing.
 
-import { isAbort } from "./api.js";
+import { ApiError, isAbort } from "./api.js";
 
 const status = () => document.getElementById("live-status");
 
@@ -13,43 +15,65 @@ function showStatus(text, tone) {
   el.dataset.tone = tone || "";
 }
 
+// The master said no (no such experiment): asking again gets the same answer. 408 and 429
+// say "later", not "no".
+function isFinal(error) {
+  return error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429;
+}
+
 export class Poller {
   // task(signal) -> true when it found something new (poll soon again), false otherwise.
-  constructor(task, { min = 1000, max = 15000, factor = 1.5 } = {}) {
+  // onError(error, final): a run failed (final: a 4xx answer, which stops the poller).
+  // status: false keeps its failures off the page's live status (a side section's poller).
+  constructor(task, { min = 1000, max = 15000, factor = 1.5, onError, status = true } = {}) {
     this.task = task;
     this.min = min;
     this.max = max;
     this.factor = factor;
+    this.onError = onError;
+    this.status = status;
     this.delay = min;
     this.timer = null;
     this.controller = null;
-    this.stopped = true;
+    this.stopped = false;
+    this.paused = true; // until start()
+    this.again = false;
     this.onVisibility = () => {
-      if (!document.hidden && !this.stopped && !this.controller) this.runSoon(0);
+      if (!document.hidden && !this.paused && !this.controller) this.runSoon(0);
     };
   }
 
   start(firstDelay = this.min) {
-    this.stopped = false;
+    if (this.stopped) return this;
+    this.paused = false;
     document.addEventListener("visibilitychange", this.onVisibility);
     this.runSoon(firstDelay);
     return this;
   }
 
+  // For good: the page was left. The run under way is aborted.
   stop() {
-    this.stopped = true;
+    this.stopped = this.paused = true;
     clearTimeout(this.timer);
     this.controller?.abort();
     this.controller = null;
     document.removeEventListener("visibilitychange", this.onVisibility);
   }
 
-  // Run now (e.g. after the user acted), then go on with the short delay; also starts a
-  // poller that stopped because nothing was left to change.
+  // Until kick(): nothing changes unless the user acts (the experiment has ended).
+  pause() {
+    this.paused = true;
+    clearTimeout(this.timer);
+  }
+
+  // Run now (e.g. after the user acted), then go on with the short delay; also wakes a
+  // paused poller. A run under way may predate what the user did: one more follows it.
   kick() {
+    if (this.stopped) return;
+    this.paused = false;
     this.delay = this.min;
-    if (this.stopped) this.start(0);
-    else if (!this.controller) this.runSoon(0);
+    if (this.controller) this.again = true;
+    else this.runSoon(0);
   }
 
   runSoon(delay) {
@@ -58,23 +82,32 @@ export class Poller {
   }
 
   async run() {
-    if (this.stopped) return;
+    if (this.paused || this.controller) return;
     if (document.hidden) return; // onVisibility starts it again
-    this.controller = new AbortController();
+    const controller = (this.controller = new AbortController());
     try {
-      const changed = await this.task(this.controller.signal);
+      const changed = await this.task(controller.signal);
+      if (this.stopped) return;
       this.delay = changed ? this.min : Math.min(this.max, this.delay * this.factor);
-      showStatus("Live", "live");
+      if (this.status) showStatus("Live", "live");
     } catch (error) {
       if (isAbort(error) || this.stopped) return;
-      this.delay = Math.min(this.max * 2, Math.max(this.min, this.delay) * 2);
-      showStatus(`Master not answering; retrying in ${Math.round(this.delay / 1000)} s`, "bad");
-      console.warn("polling failed:", error.message || error);
+      const final = isFinal(error);
+      if (final) {
+        this.stop(); // the page's error box says what the master said
+        if (this.status) showIdle();
+      } else {
+        this.delay = Math.min(this.max * 2, Math.max(this.min, this.delay) * 2);
+        if (this.status) showStatus(`Master not answering; retrying in ${Math.round(this.delay / 1000)} s`, "bad");
+        console.warn("polling failed:", error.message || error);
+      }
+      this.onError?.(error, final);
     } finally {
-      this.controller = null;
+      if (this.controller === controller) this.controller = null;
     }
-    // A task that knows nothing will change again (the trial ended) stops its poller.
-    if (!this.stopped) this.runSoon(this.delay);
+    if (this.again && !this.stopped) this.paused = false;
+    if (!this.paused) this.runSoon(this.again ? 0 : this.delay);
+    this.again = false;
   }
 }
 

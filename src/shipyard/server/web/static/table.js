@@ -22,7 +22,7 @@ export function parseSort(text, fallback) {
 export class DataTable {
   // columns: [{key, title, value(row) (sort value), render(row) -> node|string,
   //            numeric, wrap (long text), sortable (default true), headerTitle}]
-  constructor({ caption, columns, rowKey, rowLink, sort, onSort, pageSize = 100, selection, onHover, empty, rowClass }) {
+  constructor({ caption, columns, rowKey, rowLink, sort, onSort, pageSize = 100, selection, onHover, empty }) {
     this.columns = columns;
     this.rowKey = rowKey;
     this.rowLink = rowLink;
@@ -32,7 +32,6 @@ export class DataTable {
     this.selection = selection; // {selected: Set of keys, max, label(row), onChange()}
     this.onHover = onHover;
     this.empty = empty;
-    this.rowClass = rowClass;
     this.rows = [];
     this.sorted = [];
     this.page = 0;
@@ -57,8 +56,10 @@ export class DataTable {
     this.renderBody();
   }
 
-  setColumns(columns) {
+  // New columns (and rows): one sort and one drawing for both.
+  setColumns(columns, rows = this.rows) {
     this.columns = columns;
+    this.rows = rows;
     this.renderHead();
     this.resort();
     this.renderBody();
@@ -127,7 +128,7 @@ export class DataTable {
     const tr = h("tr", {
       tabindex: key === this.focusKey ? "0" : "-1",
       dataset: { key },
-      class: [this.rowClass?.(row), key === this.highlighted ? "highlighted" : null].filter(Boolean).join(" ") || null,
+      class: key === this.highlighted ? "highlighted" : null,
     });
     if (this.selection) {
       const checked = this.selection.selected.has(key);

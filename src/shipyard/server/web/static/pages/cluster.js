@@ -1,21 +1,12 @@
 // The cluster page (/cluster): resource pools, every slot and who holds it, the job queue in
 // the order the scheduler takes it with why each trial waits, and recent failures.
 
-import { api, isAbort } from "../api.js";
-import { h, replace, stateBadge, progressBar, errorBox, loading, emptyState } from "../dom.js";
+import { api } from "../api.js";
+import { h, replace, stateBadge, progressBar, errorBox, loading, emptyState, simpleTable } from "../dom.js";
 import * as fmt from "../format.js";
 import { Poller } from "../poll.js";
 
 const FAILURE_EXPERIMENTS = 5; // the most recent experiments with failures, read for their trials
-const FAILURES_EVERY_MS = 30000;
-
-function table(caption, headers, rows, numeric = []) {
-  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
-    h("caption", { class: "visually-hidden" }, caption),
-    h("thead", null, h("tr", null, headers.map((title, i) => h("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, title)))),
-    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) =>
-      h("td", { class: [numeric.includes(i) ? "num" : null, i === cells.length - 1 ? "reason-cell" : null].filter(Boolean).join(" ") || null }, cell ?? "—")))))));
-}
 
 function poolCard(pool) {
   return h("section", { class: "card", "aria-label": `Pool ${pool.name}` },
@@ -36,27 +27,27 @@ function trialLink(trialId, experimentId, names) {
 
 function slotsSection(slots, names) {
   if (!slots.length) return emptyState("No slots", "The master found no GPU and was given no CPU slots; start it with --slots N.");
-  return table("Slots", ["Slot", "Kind", "Device", "Pool", "Held by"], slots.map((s) => [
+  return simpleTable("Slots", ["Slot", "Kind", "Device", "Pool", "Held by"], slots.map((s) => [
     h("code", null, s.id), s.kind, s.device, s.pool || h("span", { class: "muted" }, "in no pool"), trialLink(s.trial_id, s.experiment_id, names),
-  ]));
+  ]), { wrap: [4] });
 }
 
 function queueSection(jobs) {
   if (!jobs.length) return emptyState("Nothing running or waiting", "Trials appear here while they run or wait for slots.", "shipyard experiment create config.yaml .");
-  return table("Job queue in scheduling order", ["#", "State", "Trial", "Experiment", "Pool", "Priority", "Weight", "Slots", "Why (or where) it runs or waits"], jobs.map((j) => [
+  return simpleTable("Job queue in scheduling order", ["#", "State", "Trial", "Experiment", "Pool", "Priority", "Weight", "Slots", "Why (or where) it runs or waits"], jobs.map((j) => [
     String(j.position), stateBadge(j.state), h("a", { href: `/trials/${j.trial_id}` }, String(j.trial_id)),
     h("a", { href: `/experiments/${j.experiment_id}` }, `${j.experiment_name} (${j.experiment_id})`),
     j.resource_pool, String(j.priority), String(j.weight), j.slots.length ? j.slots.join(", ") : `needs ${j.slots_needed}`, h("span", { class: "reason" }, j.reason),
-  ]), [0, 5, 6]);
+  ]), { numeric: [0, 5, 6], wrap: [8] });
 }
 
 function failuresSection(failures) {
   if (!failures.length) return h("p", { class: "muted" }, "No trial has failed in the recent experiments.");
-  return table("Recent failures", ["Trial", "Experiment", "State", "Restarts", "Ended", "Why"], failures.map(({ trial, exp }) => [
+  return simpleTable("Recent failures", ["Trial", "Experiment", "State", "Restarts", "Ended", "Why"], failures.map(({ trial, exp }) => [
     h("a", { href: `/trials/${trial.id}?tab=logs` }, String(trial.id)),
     h("a", { href: `/experiments/${exp.id}` }, `${exp.name} (${exp.id})`),
     stateBadge(trial.state), String(trial.restarts), fmt.time(trial.ended_at), h("span", { class: "reason" }, trial.end_reason || "—"),
-  ]), [0, 3]);
+  ]), { numeric: [0, 3], wrap: [5] });
 }
 
 // Errored trials, and trials that restarted after a failure, of the most recent experiments
@@ -93,15 +84,8 @@ export function mount(root) {
   );
 
   let lastText = null;
-  let failuresAt = 0;
   async function refresh(signal) {
     const [pools, slots, jobs] = await Promise.all([api.pools(signal), api.slots(signal), api.jobs(signal)]);
-    let failures = null;
-    if (Date.now() - failuresAt > FAILURES_EVERY_MS) {
-      failures = await recentFailures(signal);
-      failuresAt = Date.now();
-    }
-    if (failures) replace(failuresBox, failuresSection(failures));
     const text = JSON.stringify([pools, slots, jobs]);
     if (text === lastText) return false;
     lastText = text;
@@ -112,11 +96,36 @@ export function mount(root) {
     return true;
   }
 
-  const poller = new Poller(refresh, { min: 2000, max: 15000 });
-  refresh()
-    .catch((error) => {
-      if (!isAbort(error)) replace(poolsBox, errorBox(error));
-    })
-    .finally(() => poller.start());
-  return () => poller.stop();
+  // Failures take many requests and change seldom: a poller of their own, slower, whose
+  // failure is this section's, not the page's.
+  let failuresText = null;
+  async function refreshFailures(signal) {
+    const failures = await recentFailures(signal);
+    const text = JSON.stringify(failures);
+    if (text === failuresText) return false;
+    failuresText = text;
+    replace(failuresBox, failuresSection(failures));
+    return true;
+  }
+
+  const pollers = [
+    new Poller(refresh, {
+      min: 2000,
+      max: 15000,
+      onError: (error) => {
+        if (lastText === null) replace(poolsBox, errorBox(error));
+      },
+    }),
+    new Poller(refreshFailures, {
+      min: 30000,
+      max: 120000,
+      status: false,
+      onError: (error) => {
+        failuresText = null; // the next answer replaces the error
+        replace(failuresBox, errorBox(error));
+      },
+    }),
+  ];
+  pollers.forEach((poller) => poller.start(0));
+  return () => pollers.forEach((poller) => poller.stop());
 }

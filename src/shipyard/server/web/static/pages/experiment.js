@@ -2,7 +2,7 @@
 // and tabs: curves, hyperparameters, rungs (ASHA, Hyperband), trials, config; with
 // ?compare=3,5 the compare view of those trials. Live while the experiment runs.
 
-import { api, isAbort } from "../api.js";
+import { api } from "../api.js";
 import { experimentActions, isTerminal } from "../actions.js";
 import { h, replace, stateBadge, progressBar, facts, errorBox, loading, tabBar, tabPanel, copyButton } from "../dom.js";
 import * as fmt from "../format.js";
@@ -178,7 +178,7 @@ export function mount(root, { id }) {
     const exp = await api.experiment(id, signal);
     const text = JSON.stringify(exp);
     if (text === lastText) {
-      if (!live) poller.stop();
+      if (!live) poller.pause(); // until the user acts (poller.kick)
       return false;
     }
     lastText = text;
@@ -191,14 +191,13 @@ export function mount(root, { id }) {
     return true;
   }
 
-  const poller = new Poller(refresh, { min: 1500, max: 15000 });
-  refresh()
-    .catch((error) => {
-      if (!isAbort(error)) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
-    })
-    .finally(() => {
-      if (live) poller.start();
-    });
+  const poller = new Poller(refresh, {
+    min: 1500,
+    max: 15000,
+    onError: (error, final) => {
+      if (!page.experiment || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
+    },
+  }).start(0);
   return () => {
     poller.stop();
     tab?.destroy?.();

@@ -3,9 +3,9 @@
 // and the other way round; a click on a line opens the trial. Query: metric, group, log,
 // smooth.
 
-import { api, pointsPerTrial } from "../api.js";
+import { api, isAbort, pointsPerTrial } from "../api.js";
 import { CurvesChart, smooth } from "../charts.js";
-import { rankColor } from "../palette.js";
+import { rankColors } from "../palette.js";
 import { h, replace, labeled, errorBox, loading, emptyState } from "../dom.js";
 import { query, updateQuery, navigate } from "../router.js";
 import { trialsTable } from "./trials_table.js";
@@ -19,17 +19,17 @@ export function ranks(exp) {
 }
 
 // Trial id -> colour by its rank (good trials stand out); fainter the more trials there are.
-export function colorsByRank(exp) {
-  const rank = ranks(exp);
+// rank: ranks(exp), computed once a draw for this and bestLast.
+export function colorsByRank(exp, rank) {
   const alpha = rank.size > 1000 ? 0.3 : rank.size > 100 ? 0.55 : 0.85;
-  const colors = new Map([...rank].map(([id, r]) => [id, rankColor(r, rank.size, alpha)]));
+  const color = rankColors(rank.size, alpha);
+  const colors = new Map([...rank].map(([id, r]) => [id, color(r)]));
   for (const t of exp.trials) if (!colors.has(t.id)) colors.set(t.id, "rgba(128, 128, 128, 0.6)");
   return colors;
 }
 
 // Drawing order: the worst first, so the best trials are drawn on top of the rest.
-export function bestLast(exp) {
-  const rank = ranks(exp);
+export function bestLast(rank) {
   const of = (id) => (rank.has(id) ? rank.get(id) : rank.size);
   return (a, b) => of(b) - of(a);
 }
@@ -52,6 +52,7 @@ export function createCurvesTab(panel, page) {
   let raw = [];
   let chart = null;
   let fetchedFor = null;
+  let pending = null; // the AbortController of the load under way
 
   const metricSelect = h("select", { onchange: () => pickMetric(metricSelect.value) });
   const logBox = h("input", { type: "checkbox", checked: state.log, onchange: () => setOption("log", logBox.checked) });
@@ -85,7 +86,7 @@ export function createCurvesTab(panel, page) {
     state[key] = value;
     if (key === "smooth") smoothValue.textContent = value.toFixed(2);
     updateQuery({ log: state.log ? "1" : null, smooth: state.smooth ? String(state.smooth) : null });
-    if (key === "log") chart = null; // the y scale's kind is fixed when a chart is made
+    if (key === "log") dropChart(); // the y scale's kind is fixed when a chart is made
     draw();
   }
 
@@ -94,8 +95,14 @@ export function createCurvesTab(panel, page) {
     state.group = group;
     state.metric = rest.join("/");
     updateQuery({ metric: state.metric === exp.metric ? null : state.metric, group: group === "validation" ? null : group });
-    chart = null;
+    dropChart();
+    replace(chartArea, loading("curves"));
     load();
+  }
+
+  function dropChart() {
+    chart?.destroy();
+    chart = null;
   }
 
   function fillMetricPicker() {
@@ -104,27 +111,30 @@ export function createCurvesTab(panel, page) {
     replace(metricSelect, options.map((n) => h("option", { value: `${n.group}/${n.name}`, selected: n.name === state.metric && n.group === state.group }, `${n.name} (${n.group})`)));
   }
 
-  async function load(signal) {
+  // The last load asked wins: it aborts the one before (another metric, older progress),
+  // whose answer could come later.
+  async function load() {
     fetchedFor = progressKey(exp);
+    pending?.abort();
+    const controller = (pending = new AbortController());
     try {
-      const series = await api.curves(exp.id, { name: state.metric, group: state.group, max_points: pointsPerTrial(exp.trials.length) }, signal);
-      raw = series;
+      raw = await api.curves(exp.id, { name: state.metric, group: state.group, max_points: pointsPerTrial(exp.trials.length) }, controller.signal);
       draw();
     } catch (error) {
-      if (error.name !== "AbortError") replace(chartArea, errorBox(error));
+      if (!isAbort(error)) replace(chartArea, errorBox(error));
     }
   }
 
   function draw() {
     if (!raw.length) {
-      chart?.destroy();
-      chart = null;
+      dropChart();
       replace(chartArea, emptyState(`No ${state.metric} (${state.group}) reported yet`,
         exp.trials.length ? "The curves appear as the trials report this metric." : "The trials appear once the experiment is scheduled."));
       return;
     }
-    const colors = colorsByRank(exp);
-    const order = bestLast(exp);
+    const rank = ranks(exp);
+    const colors = colorsByRank(exp, rank);
+    const order = bestLast(rank);
     const lines = raw.slice().sort((a, b) => order(a.trial_id, b.trial_id)).map((s) => ({
       key: s.trial_id,
       label: `Trial ${s.trial_id}`,
@@ -133,7 +143,7 @@ export function createCurvesTab(panel, page) {
       ys: smooth(s.values, state.smooth),
     }));
     if (!chart || !chartArea.contains(chartBox)) {
-      chart?.destroy();
+      dropChart();
       replace(chartArea, chartBox, note);
       chart = new CurvesChart(chartBox, {
         xLabel: "steps completed",
@@ -160,12 +170,15 @@ export function createCurvesTab(panel, page) {
   return {
     // A new view of the experiment (live update): the table at once, the curves when a
     // trial has made progress.
-    async update(next, signal) {
+    async update(next) {
       exp = next;
       table.update(next);
-      if (progressKey(next) !== fetchedFor) await load(signal);
+      if (progressKey(next) !== fetchedFor) await load();
     },
     selectionChanged: () => table.refresh(),
-    destroy: () => chart?.destroy(),
+    destroy() {
+      pending?.abort();
+      dropChart();
+    },
   };
 }

@@ -9,17 +9,17 @@ import { drawHeatmap } from "../heatmap.js";
 import { HparamAxis } from "../hparam_axis.js";
 import { ParallelCoordinates } from "../parcoords.js";
 import { query, updateQuery, navigate } from "../router.js";
-import { bestLast, colorsByRank } from "./experiment_curves.js";
+import { bestLast, colorsByRank, ranks } from "./experiment_curves.js";
 import { varyingHparams } from "./trials_table.js";
 
-// The trials with the searcher metric, the best last (drawn on top).
-function scored(exp) {
-  const order = bestLast(exp);
-  return exp.trials.filter((t) => t.best_validation !== null && t.best_validation !== undefined).sort((a, b) => order(a.id, b.id));
+// The trials with the searcher metric (those ranked), the best last (drawn on top).
+function scored(exp, rank) {
+  const order = bestLast(rank);
+  return exp.trials.filter((t) => rank.has(t.id)).sort((a, b) => order(a.id, b.id));
 }
 
 function signature(exp) {
-  return scored(exp).map((t) => `${t.id}:${t.best_validation}`).join(",");
+  return exp.trials.filter((t) => t.best_validation !== null && t.best_validation !== undefined).map((t) => `${t.id}:${t.best_validation}`).join(",");
 }
 
 export function createHparamsTab(panel, page) {
@@ -36,7 +36,8 @@ export function createHparamsTab(panel, page) {
     views = [];
     shown = signature(exp);
     const names = varyingHparams(exp);
-    const trials = scored(exp);
+    const rank = ranks(exp);
+    const trials = scored(exp, rank);
     if (!names.length) {
       replace(panel, emptyState("No hyperparameter varies", "Every trial has the same hyperparameters; a search over a range (a searcher other than single) compares them here."));
       return;
@@ -46,7 +47,7 @@ export function createHparamsTab(panel, page) {
       return;
     }
     const hpConfig = exp.config?.hyperparameters || {};
-    const colors = colorsByRank(exp);
+    const colors = colorsByRank(exp, rank);
     const axes = names.map((name) => new HparamAxis(name, trials.map((t) => t.hparams?.[name]), hpConfig[name]));
     const metricAxis = new HparamAxis(`best ${exp.metric}`, trials.map((t) => t.best_validation), null);
     const label = (t) => `Trial ${t.id}`;

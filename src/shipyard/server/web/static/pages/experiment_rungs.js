@@ -1,11 +1,14 @@
 // The rungs of an adaptive search (ASHA, Hyperband, Optuna's ASHA pruner): for each rung,
 // the trials that reached it ordered by their metric there, and which were promoted on.
 
-import { api, pointsPerTrial } from "../api.js";
+import { api, isAbort } from "../api.js";
 import { h, replace, emptyState, errorBox, loading } from "../dom.js";
 import * as fmt from "../format.js";
 
 const SHOWN_PER_RUNG = 200;
+// Whole validation series (the master's maximum; they are short): a downsampled one keeps
+// its minima and maxima, not the value a trial had at a rung's length.
+const MAX_POINTS = 100000;
 
 function brackets(exp) {
   const summary = exp.searcher_summary || {};
@@ -18,19 +21,19 @@ export function hasRungs(exp) {
   return brackets(exp).some((b) => b.rungs.length > 1);
 }
 
-// trial id -> [[time, value]] of the searcher metric, the time in the searcher's unit (its
-// time_metric when it has one, else steps).
+// trial id -> [[time, value]] of the searcher metric, the time in the searcher's unit: its
+// time_metric when it has one (a point without it is left out), else steps.
 async function valuesByTime(exp, signal) {
   const timeMetric = exp.config?.searcher?.time_metric;
-  const max_points = pointsPerTrial(exp.trials.length);
   const [values, times] = await Promise.all([
-    api.curves(exp.id, { name: exp.metric, group: "validation", max_points }, signal),
-    timeMetric ? api.curves(exp.id, { name: timeMetric, group: "validation", max_points }, signal) : null,
+    api.curves(exp.id, { name: exp.metric, group: "validation", max_points: MAX_POINTS }, signal),
+    timeMetric ? api.curves(exp.id, { name: timeMetric, group: "validation", max_points: MAX_POINTS }, signal) : null,
   ]);
-  const timeAt = new Map((times || []).map((s) => [s.trial_id, new Map(s.steps.map((step, i) => [step, s.values[i]]))]));
+  const timeAt = times && new Map(times.map((s) => [s.trial_id, new Map(s.steps.map((step, i) => [step, s.values[i]]))]));
   return new Map(values.map((s) => {
-    const byStep = timeAt.get(s.trial_id);
-    return [s.trial_id, s.steps.map((step, i) => [byStep ? byStep.get(step) ?? step : step, s.values[i]])];
+    const time = (step) => (timeAt ? timeAt.get(s.trial_id)?.get(step) : step);
+    const points = s.steps.map((step, i) => [time(step), s.values[i]]);
+    return [s.trial_id, points.filter(([t]) => t !== undefined && t !== null)];
   }));
 }
 
@@ -102,12 +105,16 @@ export function createRungsTab(panel, page) {
     );
   }
 
-  render().catch((error) => replace(panel, errorBox(error)));
+  const controller = new AbortController(); // aborted when the tab is left
+  render(controller.signal).catch((error) => {
+    if (!isAbort(error)) replace(panel, errorBox(error));
+  });
   return {
     async update(next, signal) {
       exp = next;
       const key = next.trials.map((t) => `${t.id}:${t.rung}:${t.state}:${t.steps_completed}`).join(",");
       if (key !== shown) await render(signal);
     },
+    destroy: () => controller.abort(),
   };
 }

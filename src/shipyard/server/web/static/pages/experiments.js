@@ -1,7 +1,7 @@
 // The experiments page (/): every experiment in a sortable, filterable table, with its
 // actions. Filters live in the query string: state, q, label, sort, archived.
 
-import { api, isAbort } from "../api.js";
+import { api } from "../api.js";
 import { experimentActions } from "../actions.js";
 import { h, replace, stateBadge, progressBar, emptyState, errorBox, labeled, select, loading } from "../dom.js";
 import * as fmt from "../format.js";
@@ -125,19 +125,20 @@ export function mount(root) {
     filters[key] = value;
     updateQuery({ [key]: key === "archived" && value === "false" ? null : value });
     if (key === "label") labelSelect.value = value;
-    if (refetch) poller.kick();
-    show();
+    if (refetch) poller.kick(); // its answer shows
+    else show();
   }
 
   function clearFilters() {
+    const refetch = filters.state || filters.archived !== "false";
     Object.assign(filters, { state: "", q: "", label: "", archived: "false" });
     search.value = "";
     stateSelect.value = "";
     labelSelect.value = "";
     archivedSelect.value = "false";
     updateQuery({ state: null, q: null, label: null, archived: null });
-    poller.kick();
-    show();
+    if (refetch) poller.kick();
+    else show();
   }
 
   function emptyFiltered() {
@@ -152,9 +153,8 @@ export function mount(root) {
 
   function show() {
     if (!experiments) return;
-    const filtered = experiments.filter(
-      (e) => matches(e, filters.q) && (!filters.label || (e.labels || []).includes(filters.label)) && (!filters.state || e.state === filters.state),
-    );
+    // state and archived are the master's filters (refresh asks for them), these two ours.
+    const filtered = experiments.filter((e) => matches(e, filters.q) && (!filters.label || (e.labels || []).includes(filters.label)));
     const unfiltered = !filters.q && !filters.label && !filters.state && filters.archived === "false";
     if (!experiments.length && unfiltered) {
       replace(body, emptyState("No experiments yet", "Submit one from a directory with your training code and its config:", SUBMIT));
@@ -168,7 +168,7 @@ export function mount(root) {
   async function refresh(signal) {
     const query = { archived: filters.archived, state: filters.state || null };
     const list = await api.experiments(query, signal);
-    const text = JSON.stringify(list);
+    const text = JSON.stringify([query, list]); // new filters show even if the list is the same
     const changed = text !== lastText;
     lastText = text;
     experiments = list;
@@ -179,11 +179,12 @@ export function mount(root) {
     return changed;
   }
 
-  const poller = new Poller(refresh, { min: 2000, max: 15000 });
-  refresh()
-    .catch((error) => {
-      if (!isAbort(error)) replace(body, errorBox(error));
-    })
-    .finally(() => poller.start());
+  const poller = new Poller(refresh, {
+    min: 2000,
+    max: 15000,
+    onError: (error) => {
+      if (!experiments) replace(body, errorBox(error)); // later, the live status says it
+    },
+  }).start(0);
   return () => poller.stop();
 }

@@ -83,7 +83,11 @@ export function mount(root, { id }) {
   async function refresh(signal) {
     const trial = await api.trial(id, signal);
     if (!experiment) {
-      experiment = await api.experiment(trial.experiment_id, signal).catch(() => null);
+      // The header does without it; the tabs must not start once the page is left.
+      experiment = await api.experiment(trial.experiment_id, signal).catch((error) => {
+        if (isAbort(error)) throw error;
+        return null;
+      });
       page.experiment = experiment;
     }
     const text = JSON.stringify(trial);
@@ -101,14 +105,13 @@ export function mount(root, { id }) {
     return true;
   }
 
-  const poller = new Poller(refresh, { min: 2000, max: 15000 });
-  refresh()
-    .catch((error) => {
-      if (!isAbort(error)) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
-    })
-    .finally(() => {
-      if (live) poller.start();
-    });
+  const poller = new Poller(refresh, {
+    min: 2000,
+    max: 15000,
+    onError: (error, final) => {
+      if (!page.trial || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
+    },
+  }).start(0);
   return () => {
     poller.stop();
     tab?.destroy?.();

@@ -31,6 +31,7 @@ export function createLogsTab(panel, page) {
   const params = query();
   const state = { rank: params.get("rank") || "", q: params.get("q") || "", level: LEVELS.includes(params.get("level")) ? params.get("level") : "all" };
   let lines = [];
+  let matching = 0; // lines that pass the filters, counted as they come
   let cursor = 0;
   let done = false;
   let controller = null;
@@ -91,6 +92,7 @@ export function createLogsTab(panel, page) {
   function appendLines(newLines) {
     const stick = follow.checked && atBottom();
     const shown = newLines.filter(matches);
+    matching += shown.length;
     view.append(...shown.map(lineElement));
     while (view.childElementCount > SHOWN) view.firstElementChild.remove();
     if (stick || (follow.checked && view.childElementCount === shown.length)) view.scrollTop = view.scrollHeight;
@@ -98,14 +100,14 @@ export function createLogsTab(panel, page) {
   }
 
   function rerender() {
-    const shown = lines.filter(matches).slice(-SHOWN);
-    view.replaceChildren(...shown.map(lineElement));
+    const shown = lines.filter(matches);
+    matching = shown.length;
+    view.replaceChildren(...shown.slice(-SHOWN).map(lineElement));
     if (follow.checked) view.scrollTop = view.scrollHeight;
     showInfo();
   }
 
   function showInfo() {
-    const matching = state.q || state.level !== "all" ? lines.filter(matches).length : lines.length;
     const parts = [`${fmt.integer(matching)} of ${fmt.integer(lines.length)} lines`];
     if (matching > SHOWN) parts.push(`the last ${fmt.integer(SHOWN)} shown; download for all`);
     parts.push(done ? "the trial has ended" : "following");
@@ -179,6 +181,7 @@ export function createLogsTab(panel, page) {
     generation += 1;
     controller?.abort();
     lines = [];
+    matching = 0;
     cursor = 0;
     done = false;
     view.replaceChildren();

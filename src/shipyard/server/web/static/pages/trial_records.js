@@ -2,18 +2,9 @@
 // why it ended: the restarts' reasons) and the environment each run had.
 
 import { api } from "../api.js";
-import { h, replace, errorBox, loading, emptyState, facts, copyButton } from "../dom.js";
+import { h, replace, errorBox, loading, emptyState, facts, copyButton, simpleTable } from "../dom.js";
 import * as fmt from "../format.js";
 import { toYaml } from "../yaml.js";
-
-// numeric: the columns aligned as numbers; wrap: those whose long text wraps.
-function simpleTable(caption, headers, rows, { numeric = [], wrap = [] } = {}) {
-  const cellClass = (i) => [numeric.includes(i) ? "num" : null, wrap.includes(i) ? "reason-cell" : null].filter(Boolean).join(" ") || null;
-  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
-    h("caption", { class: "visually-hidden" }, caption),
-    h("thead", null, h("tr", null, headers.map((title, i) => h("th", { scope: "col", class: numeric.includes(i) ? "num" : null }, title)))),
-    h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) => h("td", { class: cellClass(i) }, cell ?? "—")))))));
-}
 
 export function createCheckpointsTab(panel, page) {
   let shown = null;

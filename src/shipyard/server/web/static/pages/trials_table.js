@@ -81,9 +81,7 @@ export function trialsTable(exp, { sort, onSort, selection, onHover }) {
   return {
     element: table.element,
     update(next) {
-      table.columns = columns(next); // the best trial or the hyperparameters may change
-      table.renderHead();
-      table.setRows(next.trials);
+      table.setColumns(columns(next), next.trials); // the best trial or the hyperparameters may change
     },
     highlight: (trialId) => table.highlight(trialId),
     refresh: () => table.renderBody(),
