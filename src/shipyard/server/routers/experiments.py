@@ -64,11 +64,14 @@ def get_experiment(exp_id: int, m: MasterState = Depends(master)) -> Response:
         return json_response(views.experiment_detail(experiments.get(exp_id, session=s), session=s))
 
 
-def _act(m: MasterState, exp_id: int, action) -> api.ActionResult:
+def _act(m: MasterState, exp_id: int, action, *, wake: bool = True) -> api.ActionResult:
+    """``wake``: the orchestrator acts on the change (not for archiving, which changes
+    nothing it runs)."""
     with m.db.write() as s:
         exp = action(exp_id, session=s)
         result = api.ActionResult(id=exp.id, state=exp.state)
-    m.orchestrator.wake(Reason.EXPERIMENT)
+    if wake:
+        m.orchestrator.wake(Reason.EXPERIMENT)
     return result
 
 
@@ -104,7 +107,7 @@ def kill_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.Action
 )
 def archive_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
     """Hide an ended experiment from lists; 409 while it runs (kill it first)."""
-    return _mark(m, exp_id, experiments.archive)
+    return _act(m, exp_id, experiments.archive, wake=False)
 
 
 @router.post(
@@ -113,14 +116,7 @@ def archive_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.Act
     response_model=api.ActionResult,
 )
 def unarchive_experiment(exp_id: int, m: MasterState = Depends(master)) -> api.ActionResult:
-    return _mark(m, exp_id, experiments.unarchive)
-
-
-def _mark(m: MasterState, exp_id: int, action) -> api.ActionResult:
-    # Like _act, without waking the orchestrator: archiving changes nothing it runs.
-    with m.db.write() as s:
-        exp = action(exp_id, session=s)
-        return api.ActionResult(id=exp.id, state=exp.state)
+    return _act(m, exp_id, experiments.unarchive, wake=False)
 
 
 @router.patch(
