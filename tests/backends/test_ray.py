@@ -182,6 +182,7 @@ def test_a_spread_trial_runs_one_rank_on_each_node_as_one_gang(spread, tmp_path)
         dist.all_reduce(t)
         node = os.environ["SHIPYARD_RAY_NODE_ID"]
         print(f"node={node} sum={t.item():g} rank={dist.get_rank()}", flush=True)
+        dist.barrier()
         dist.destroy_process_group()
         """,
         spread.capacity()[:2],

@@ -208,6 +208,8 @@ dist.all_reduce(total)
 print("rank", dist.get_rank(), "of", dist.get_world_size(), "on", os.environ["SLURMD_NODENAME"],
       "node rank", os.environ["SHIPYARD_NODE_RANK"], "slots", os.environ["SHIPYARD_SLOT_IDS"],
       "sum", int(total.item()), flush=True)
+dist.barrier()  # leave together: gloo may abort a rank whose peers tore down first
+dist.destroy_process_group()
 """
 
 

@@ -43,6 +43,7 @@ dist.init_process_group(os.environ["SHIPYARD_DIST_BACKEND"])  # env://
 t = torch.tensor([float(dist.get_rank() + 1)])
 dist.all_reduce(t)
 print(f"sum={t.item():g} rank={dist.get_rank()} size={dist.get_world_size()}", flush=True)
+dist.barrier()
 dist.destroy_process_group()
 ctx = make_distributed()
 print(f"allgather={ctx.allgather(ctx.rank)} chief={ctx.is_chief}", flush=True)
