@@ -20,8 +20,6 @@ class KubernetesOptions(BackendOptions, SlotTypeOption):
     namespace: str = Field(default="default", pattern=_DNS_LABEL)
     kubeconfig: str | None = None  # default: in-cluster config, else ~/.kube/config
     context: str | None = None  # a kubeconfig context other than its current one
-    # The image of trials whose experiment sets no environment.image.
-    default_image: str | None = None
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     # How the trial's Pods reach the master (default: the master's own URL, right when the
     # Pods use the host's network).
