@@ -1,5 +1,6 @@
-"""The web UI's browser tests: a real master with a finished ASHA search and a running
-experiment, and Debian's Chromium driven by Playwright (no browser download)."""
+"""The web UI's browser tests: a real master with a finished ASHA search, an experiment
+whose trial failed and a running experiment, and Debian's Chromium driven by Playwright
+(no browser download)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def asha_config() -> str:
     return yaml.safe_dump(config)
 
 
+# One trial that exits with code 3 at once: an errored experiment, and a recent failure.
+FAILING_CONFIG = """
+name: failing
+entrypoint: python3 fails.py
+searcher: {name: single, metric: val_loss}
+max_restarts: 0
+"""
+
+
 def live_config(inbox: Path) -> str:
     """Three trials of echo.py on a two-slot master: two run, one waits for a slot."""
     return yaml.safe_dump(
@@ -72,6 +82,7 @@ class Site:
 
     master: Master
     asha: dict  # the finished ASHA experiment (detail)
+    failed: dict  # the errored one-trial experiment (detail)
     live_id: int  # the running experiment
     live_trials: list[int]  # its running trials
     inbox: Path
@@ -96,6 +107,8 @@ def site(tmp_path_factory):
     try:
         asha = master.wait(master.create(asha_config(), QUADRATIC)["id"], timeout=120)
         assert asha["state"] == "COMPLETED", asha
+        failed = master.wait(master.create(FAILING_CONFIG, CODE)["id"], timeout=60)
+        assert failed["state"] == "ERRORED", failed
         inbox = base / "inbox"
         inbox.mkdir()
         live_id = master.create(live_config(inbox), CODE)["id"]
@@ -107,7 +120,7 @@ def site(tmp_path_factory):
 
         live_trials = master.wait_for(running_and_ready, timeout=60, what="two echo trials")
         shots = tmp_path_factory.mktemp("ui-screenshots")
-        yield Site(master, asha, live_id, live_trials, inbox, shots)
+        yield Site(master, asha, failed, live_id, live_trials, inbox, shots)
         # docs/ui.md's pictures: taken again on request only, so a test run leaves the
         # tracked files as they are (SHIPYARD_UI_DOC_SCREENSHOTS=1 pytest tests/ui).
         if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":

@@ -1,7 +1,9 @@
 """The web UI in a real browser (Debian's Chromium through Playwright) against a real master
-with a finished ASHA search and a running experiment: every page loads without a console
-error, the learning curves have one line per trial, two selected trials open the compare
-view, a line a running trial prints shows within 2 s, and the pause button pauses. Each
+with a finished ASHA search, a failed experiment and a running one: every page loads without
+a console error, the learning curves have one line per trial, two selected trials open the
+compare view, a line a running trial prints shows within 2 s, the pause button pauses, the
+cluster page lists the failed trial, the trial page shows its own checkpoints and draws its
+metrics on a log scale. Each
 page's screenshot (light, and dark for the main ones) goes to the test's output folder, and
 to docs/images/ for docs/ui.md with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
 
@@ -104,7 +106,7 @@ def test_tables_are_navigable_with_the_keyboard(browser, site):
 
 def test_filters_live_in_the_query_string(browser, site):
     page = browser.open("/", "tbody tr[data-key]")
-    assert page.locator("tbody tr[data-key]").count() == 2
+    assert page.locator("tbody tr[data-key]").count() == 3  # asha, failing, live-echo
     page.get_by_label("Search").fill("quadratic")
     page.wait_for_url(re.compile(r"\?q=quadratic$"))
     assert page.locator("tbody tr[data-key]").count() == 1
@@ -145,6 +147,50 @@ def test_the_pause_button_pauses_the_experiment(browser, site):
     site.master.wait(site.live_id, timeout=10, states={"PAUSED"})
     # The page follows: the experiment offers Activate now, without a reload.
     page.wait_for_selector("button[data-action=activate]", timeout=10_000)
+
+
+def test_the_cluster_page_lists_the_failed_trial_and_no_completed_one(browser, site):
+    failed = site.failed["trials"][0]["id"]
+    page = browser.open("/cluster", f"a[href='/trials/{failed}?tab=logs']")
+    failures = page.locator("table:has(caption:text-is('Recent failures')) tbody tr")
+    rows = failures.all_inner_texts()
+    assert len(rows) == 1, rows  # no ASHA trial: they completed or were stopped
+    assert "failing" in rows[0] and "ERRORED" in rows[0] and "exited with code 3" in rows[0]
+
+
+def test_the_trial_page_shows_its_checkpoints_and_only_a_summary_of_its_experiment(browser, site):
+    trial_id = best_trial(site)
+    exp_id = site.asha["id"]
+    page = browser.page
+    whole = api_requests(page, rf"/api/v1/experiments/{exp_id}(\?|$)")
+    summary = api_requests(page, rf"/api/v1/experiments/{exp_id}/summary")
+    browser.open(f"/trials/{trial_id}?tab=checkpoints", "a[download]")
+    own = site.master.http.get(f"/trials/{trial_id}/checkpoints").json()
+    assert own and all(c["trial_id"] == trial_id for c in own)
+    caption = f"Checkpoints of trial {trial_id}"
+    rows = page.locator(f"table:has(caption:text-is('{caption}')) tbody tr")
+    assert rows.count() == len(own)
+    first = rows.first.locator("td").nth(1).inner_text()
+    assert first == f"{own[-1]['steps_completed']:,}"  # the latest first
+    crumb = page.locator(f".breadcrumbs a[href='/experiments/{exp_id}']").inner_text()
+    assert crumb == f"{site.asha['name']} ({exp_id})"
+    assert len(summary) == 1 and whole == []  # not the experiment with all its trials
+
+
+def test_the_trials_metrics_can_be_drawn_on_a_log_scale_and_smoothed(browser, site):
+    trial_id = best_trial(site)
+    page = browser.open(f"/trials/{trial_id}", ".chart[data-series-count]")
+    charts = page.locator(".chart[data-series-count]").count()
+    page.get_by_label("Log scale").check()
+    page.wait_for_url(re.compile(r"[?&]log=1"))
+    page.wait_for_selector(".chart[data-series-count]")
+    assert page.locator(".chart[data-series-count]").count() == charts
+    page.get_by_label("Smoothing").fill("0.6")
+    page.wait_for_url(re.compile(r"[?&]smooth=0\.6"))
+    page.reload()  # the link keeps both
+    page.wait_for_selector(".chart[data-series-count]")
+    assert page.get_by_label("Log scale").is_checked()
+    assert page.get_by_label("Smoothing").input_value() == "0.6"
 
 
 def test_an_empty_master_says_how_to_submit_an_experiment(browser, site, tmp_path):

@@ -16,6 +16,7 @@ from shipyard.common.api import (
     MetricSummary,
     RunInfo,
     SlotInfo,
+    TrialListItem,
     TrialSummary,
 )
 
@@ -144,6 +145,29 @@ def trials_table(trials: list[TrialSummary]) -> Table:
             trial.end_reason or "",
         ]
         add_row(table, *cells)
+    return table
+
+
+def trial_list_table(trials: list[TrialListItem]) -> Table:
+    """Trials of several experiments: each with its experiment and how it ended."""
+    table = Table()
+    for column in ("ID", "Experiment", "State", "Restarts", "Steps", "Ended", "Why it ended"):
+        table.add_column(
+            column,
+            justify="right" if column in ("ID", "Restarts", "Steps") else "left",
+            no_wrap=column in ("State", "Ended"),
+        )
+    for trial in trials:
+        add_row(
+            table,
+            str(trial.id),
+            f"{trial.experiment_name} ({trial.experiment_id})",
+            styled_state(trial.state),
+            str(trial.restarts),
+            str(trial.steps_completed),
+            fmt_time(trial.ended_at),
+            trial.end_reason or "",
+        )
     return table
 
 

@@ -1,4 +1,4 @@
-"""`shipyard trial describe | logs`."""
+"""`shipyard trial list | describe | logs | checkpoints`."""
 
 from __future__ import annotations
 
@@ -9,14 +9,53 @@ import typer
 from rich.text import Text
 
 from shipyard.cli.context import open_session
-from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines
-from shipyard.cli.render import fields_table, fmt_number, fmt_time, metrics_table, runs_table
-from shipyard.client import trials
+from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines, say
+from shipyard.cli.render import (
+    checkpoints_table,
+    fields_table,
+    fmt_number,
+    fmt_time,
+    metrics_table,
+    runs_table,
+    trial_list_table,
+)
+from shipyard.client import checkpoints, trials
 from shipyard.common.states import TrialState
 
 app = typer.Typer(no_args_is_help=True)
 
 TrialId = Annotated[int, typer.Argument(help="Trial id.", metavar="ID")]
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    state: Annotated[
+        list[TrialState] | None,
+        typer.Option(
+            case_sensitive=False, help="Only trials in this state (repeat it for several)."
+        ),
+    ] = None,
+    restarted: Annotated[
+        bool, typer.Option("--restarted", help="Only trials that restarted at least once.")
+    ] = False,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Show at most this many.")] = 20,
+    json_output: JsonFlag = False,
+) -> None:
+    """Trials of every experiment, those still live first, then the latest to end: e.g.
+    recent failures with --state errored."""
+    found = trials.list_trials(
+        open_session(ctx),
+        states=[s.value for s in state or []],
+        restarted=True if restarted else None,
+        limit=limit,
+    )
+    if json_output:
+        print_json(found)
+    elif not found:
+        say("No trial matches.")
+    else:
+        out.print(trial_list_table(found))
 
 
 @app.command()
@@ -82,3 +121,15 @@ def logs(
         return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s, rank=rank)
 
     print_log_lines(read, follow=follow, json_output=json_output, show_trial=False)
+
+
+@app.command("checkpoints")
+def checkpoints_(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = False) -> None:
+    """The trial's checkpoints by step."""
+    found = checkpoints.list_trial_checkpoints(open_session(ctx), trial_id)
+    if json_output:
+        print_json(found)
+    elif not found:
+        say(f"Trial {trial_id} has no checkpoints.")
+    else:
+        out.print(checkpoints_table(found))

@@ -24,12 +24,14 @@ from shipyard.common.api import (
     CheckpointInfo,
     Curve,
     ExperimentDetail,
+    ExperimentOverview,
     ExperimentSummary,
     LogLine,
     MasterInfo,
     MetricSeries,
     SlotInfo,
     TrialDetail,
+    TrialListItem,
 )
 
 
@@ -65,6 +67,10 @@ class Shipyard:
 
     def get_experiment(self, experiment_id: int) -> ExperimentDetail:
         return experiments.get_experiment(self.session, experiment_id)
+
+    def experiment_summary(self, experiment_id: int) -> ExperimentOverview:
+        """The experiment and its config, without its trials."""
+        return experiments.get_experiment_summary(self.session, experiment_id)
 
     def list_experiments(
         self,
@@ -109,6 +115,16 @@ class Shipyard:
     def trial(self, trial_id: int) -> TrialDetail:
         return trials.get_trial(self.session, trial_id)
 
+    def list_trials(
+        self,
+        *,
+        states: list[str] | tuple[str, ...] = (),
+        restarted: bool | None = None,
+        limit: int | None = None,
+    ) -> list[TrialListItem]:
+        """Trials of every experiment, e.g. recent failures: list_trials(states=["ERRORED"])."""
+        return trials.list_trials(self.session, states=states, restarted=restarted, limit=limit)
+
     def trial_logs(self, trial_id: int, *, rank: int | None = None) -> list[LogLine]:
         """Every log line the trial has written so far (`rank`: only that rank's)."""
 
@@ -133,6 +149,9 @@ class Shipyard:
 
     def checkpoints(self, experiment_id: int) -> list[CheckpointInfo]:
         return checkpoints.list_checkpoints(self.session, experiment_id)
+
+    def trial_checkpoints(self, trial_id: int) -> list[CheckpointInfo]:
+        return checkpoints.list_trial_checkpoints(self.session, trial_id)
 
     def download_checkpoint(self, uuid: str, dest: str | Path) -> Path:
         """Unpack the checkpoint's files into dest (created if needed); returns dest."""

@@ -17,6 +17,12 @@ def list_checkpoints(session: Session, experiment_id: int) -> list[CheckpointInf
     return [CheckpointInfo.model_validate(item) for item in items]
 
 
+def list_trial_checkpoints(session: Session, trial_id: int) -> list[CheckpointInfo]:
+    """The trial's checkpoints by step."""
+    items = session.get(f"/trials/{trial_id}/checkpoints")
+    return [CheckpointInfo.model_validate(item) for item in items]
+
+
 def _path(uuid: str) -> str:
     # A checkpoint id is one path segment; the master refuses any with "/" when stored.
     if not uuid or "/" in uuid:

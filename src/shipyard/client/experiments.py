@@ -12,6 +12,7 @@ from shipyard.common.api import (
     CreateExperimentRequest,
     Curve,
     ExperimentDetail,
+    ExperimentOverview,
     ExperimentResources,
     ExperimentSummary,
     LogPage,
@@ -42,6 +43,11 @@ def list_experiments(
 
 def get_experiment(session: Session, experiment_id: int) -> ExperimentDetail:
     return ExperimentDetail.model_validate(session.get(f"/experiments/{experiment_id}"))
+
+
+def get_experiment_summary(session: Session, experiment_id: int) -> ExperimentOverview:
+    """The experiment and its config without its trials (lighter than get_experiment)."""
+    return ExperimentOverview.model_validate(session.get(f"/experiments/{experiment_id}/summary"))
 
 
 def pause_experiment(session: Session, experiment_id: int) -> ActionResult:

@@ -1,9 +1,25 @@
-"""Trials: detail, logs and metric series."""
+"""Trials: across experiments by state, detail, logs and metric series."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from shipyard.client.session import Session
-from shipyard.common.api import LogPage, MetricSeries, TrialDetail
+from shipyard.common.api import LogPage, MetricSeries, TrialDetail, TrialListItem
+
+
+def list_trials(
+    session: Session,
+    *,
+    states: Sequence[str] = (),
+    restarted: bool | None = None,
+    limit: int | None = None,
+) -> list[TrialListItem]:
+    """Trials of every experiment in any of `states` (all when empty); restarted: True only
+    those that restarted, False only those that never did. Live ones first, then the
+    latest to end first."""
+    params = {"state": list(states) or None, "restarted": restarted, "limit": limit}
+    return [TrialListItem.model_validate(item) for item in session.get("/trials", params=params)]
 
 
 def get_trial(session: Session, trial_id: int) -> TrialDetail:

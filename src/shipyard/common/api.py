@@ -162,6 +162,29 @@ class ExperimentDetail(ExperimentSummary):
     searcher_summary: dict[str, Any] = {}
 
 
+class ExperimentOverview(ExperimentSummary):
+    """GET /experiments/{id}/summary: the experiment as the list shows it, and its config,
+    without its trials (a page about one trial needs no more of it)."""
+
+    config: dict[str, Any]
+
+
+class TrialListItem(BaseModel):
+    """GET /trials: a trial of any experiment, with what says how it went."""
+
+    id: int
+    experiment_id: int
+    experiment_name: str
+    state: TrialState
+    restarts: int
+    run_id: int
+    steps_completed: int
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    exit_reason: str | None = None  # what the master recorded when it ended
+    end_reason: str | None = None  # as TrialSummary.end_reason says it
+
+
 class CheckpointInfo(BaseModel):
     uuid: str
     experiment_id: int

@@ -64,6 +64,18 @@ def get_experiment(exp_id: int, m: MasterState = Depends(master)) -> Response:
         return json_response(views.experiment_detail(experiments.get(exp_id, session=s), session=s))
 
 
+@router.get(
+    "/experiments/{exp_id}/summary",
+    operation_id="get_experiment_summary",
+    response_model=api.ExperimentOverview,
+)
+def get_experiment_summary(exp_id: int, m: MasterState = Depends(master)) -> Response:
+    """The experiment without its trials: its entry in the list (state, searcher, metric,
+    best value, trials by state) and its config. Its trials: GET .../trials."""
+    with m.db.read() as s:
+        return json_response(experiments.overview(exp_id, session=s))
+
+
 def _act(m: MasterState, exp_id: int, action, *, wake: bool = True) -> api.ActionResult:
     """``wake``: the orchestrator acts on the change (not for archiving, which changes
     nothing it runs)."""

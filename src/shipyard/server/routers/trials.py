@@ -8,12 +8,13 @@ from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.routers.experiments import poll_logs
 from shipyard.server.routers.responses import json_response
-from shipyard.server.services import logs, metric_series, views
+from shipyard.server.services import checkpoints, logs, metric_series, trial_list, views
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["trials"])
 
 LAST_LOG_LINES = 20
+MAX_LISTED = 1000  # trials a list answer holds at most
 
 
 def get_trial_row(trial_id: int, s) -> orm.Trial:
@@ -21,6 +22,25 @@ def get_trial_row(trial_id: int, s) -> orm.Trial:
     if trial is None:
         raise NotFound(f"trial {trial_id} does not exist")
     return trial
+
+
+@router.get("/trials", operation_id="list_trials", response_model=list[api.TrialListItem])
+def list_trials(
+    state: list[TrialState] = Query(
+        [], description="only trials in these states (repeat it for several); all by default"
+    ),
+    restarted: bool | None = Query(
+        None, description="true: only trials that restarted at least once; false: never"
+    ),
+    limit: int = Query(100, ge=1, le=MAX_LISTED),
+    m: MasterState = Depends(master),
+) -> Response:
+    """Trials of every experiment (archived ones too): those that have not ended first, then
+    the latest to end first. E.g. recent failures: ?state=ERRORED&limit=20."""
+    with m.db.read() as s:
+        return json_response(
+            trial_list.list_trials(states=state, restarted=restarted, limit=limit, session=s)
+        )
 
 
 @router.get("/trials/{trial_id}", operation_id="get_trial", response_model=api.TrialDetail)
@@ -83,3 +103,16 @@ def get_trial_metrics(
         return json_response(
             metric_series.series(trial_id, group=group, name=name, max_points=max_points, session=s)
         )
+
+
+@router.get(
+    "/trials/{trial_id}/checkpoints",
+    operation_id="list_trial_checkpoints",
+    response_model=list[api.CheckpointInfo],
+)
+def list_trial_checkpoints(trial_id: int, m: MasterState = Depends(master)) -> Response:
+    """The trial's checkpoints by step (deleted ones left out), as the experiment's list
+    gives them."""
+    with m.db.read() as s:
+        get_trial_row(trial_id, s)
+        return json_response(checkpoints.list_for_trial(trial_id, session=s))

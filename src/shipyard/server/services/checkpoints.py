@@ -72,10 +72,20 @@ def info(ckpt: orm.Checkpoint, *, session: Session) -> api.CheckpointInfo:
 
 
 def list_for_experiment(exp_id: int, *, session: Session) -> list[api.CheckpointInfo]:
+    c = orm.Checkpoint
+    return _listed(c.experiment_id == exp_id, (c.trial_id, c.steps_completed), session)
+
+
+def list_for_trial(trial_id: int, *, session: Session) -> list[api.CheckpointInfo]:
+    """The trial's checkpoints by step (a rerun's checkpoint of the same step after it)."""
+    c = orm.Checkpoint
+    return _listed(c.trial_id == trial_id, (c.steps_completed, c.created_at), session)
+
+
+def _listed(which, order, session: Session) -> list[api.CheckpointInfo]:
+    """The checkpoints `which` selects that have not been deleted, in `order`."""
     rows = session.scalars(
-        select(orm.Checkpoint)
-        .where(orm.Checkpoint.experiment_id == exp_id, orm.Checkpoint.state == COMPLETED)
-        .order_by(orm.Checkpoint.trial_id, orm.Checkpoint.steps_completed)
+        select(orm.Checkpoint).where(which, orm.Checkpoint.state == COMPLETED).order_by(*order)
     )
     return [info(c, session=session) for c in rows]
 

@@ -171,6 +171,13 @@ def list_summaries(
     return views.experiment_summaries(list(session.scalars(query)), session=session)
 
 
+def overview(exp_id: int, *, session: Session) -> api.ExperimentOverview:
+    """The experiment's list entry and its config; its trials are neither read nor sent."""
+    exp = get(exp_id, session=session)
+    [summary] = views.experiment_summaries([exp], session=session)
+    return api.ExperimentOverview(**dict(summary), config=exp.config)
+
+
 def _require_state(exp: orm.Experiment, allowed: tuple[ExperimentState, ...], action: str) -> None:
     if exp.state not in allowed:
         raise Conflict(f"experiment {exp.id} is {exp.state}; it cannot be {action}")

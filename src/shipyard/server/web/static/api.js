@@ -42,17 +42,17 @@ export const api = {
   master: (signal) => get("/master", null, signal),
   experiments: (query, signal) => get("/experiments", { limit: 10000, ...query }, signal),
   experiment: (id, signal) => get(`/experiments/${id}`, null, signal),
+  // Without its trials: what a page about one of them shows of the experiment.
+  experimentSummary: (id, signal) => get(`/experiments/${id}/summary`, null, signal),
   metricNames: (id, signal) => get(`/experiments/${id}/metric-names`, null, signal),
   curves: (id, query, signal) => get(`/experiments/${id}/curves`, query, signal),
   experimentAction: (id, action) => post(`/experiments/${id}/${action}`),
   trial: (id, signal) => get(`/trials/${id}`, null, signal),
   trialMetrics: (id, query, signal) => get(`/trials/${id}/metrics`, query, signal),
   trialLogs: (id, query, signal) => get(`/trials/${id}/logs`, query, signal),
-  // The master lists checkpoints by experiment; a trial's are the ones with its id.
-  trialCheckpoints: async (trial, signal) =>
-    (await get(`/experiments/${trial.experiment_id}/checkpoints`, null, signal)).filter(
-      (c) => c.trial_id === trial.id,
-    ),
+  trialCheckpoints: (id, signal) => get(`/trials/${id}/checkpoints`, null, signal),
+  // Trials of every experiment; query: state, restarted, limit.
+  trials: (query, signal) => get("/trials", query, signal),
   checkpointDownloadUrl: (uuid) => `${BASE}/checkpoints/${encodeURIComponent(uuid)}/download`,
   jobs: (signal) => get("/jobs", null, signal),
   slots: (signal) => get("/slots", null, signal),

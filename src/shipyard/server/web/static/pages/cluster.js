@@ -6,7 +6,7 @@ import { h, replace, stateBadge, progressBar, errorBox, loading, emptyState, sim
 import * as fmt from "../format.js";
 import { Poller } from "../poll.js";
 
-const FAILURE_EXPERIMENTS = 5; // the most recent experiments with failures, read for their trials
+const FAILURES = 20; // the most recent shown
 
 function poolCard(pool) {
   return h("section", { class: "card", "aria-label": `Pool ${pool.name}` },
@@ -42,28 +42,24 @@ function queueSection(jobs) {
 }
 
 function failuresSection(failures) {
-  if (!failures.length) return h("p", { class: "muted" }, "No trial has failed in the recent experiments.");
-  return simpleTable("Recent failures", ["Trial", "Experiment", "State", "Restarts", "Ended", "Why"], failures.map(({ trial, exp }) => [
+  if (!failures.length) return h("p", { class: "muted" }, "No trial has failed or restarted.");
+  return simpleTable("Recent failures", ["Trial", "Experiment", "State", "Restarts", "Ended", "Why"], failures.map((trial) => [
     h("a", { href: `/trials/${trial.id}?tab=logs` }, String(trial.id)),
-    h("a", { href: `/experiments/${exp.id}` }, `${exp.name} (${exp.id})`),
+    h("a", { href: `/experiments/${trial.experiment_id}` }, `${trial.experiment_name} (${trial.experiment_id})`),
     stateBadge(trial.state), String(trial.restarts), fmt.time(trial.ended_at), h("span", { class: "reason" }, trial.end_reason || "—"),
   ]), { numeric: [0, 3], wrap: [5] });
 }
 
-// Errored trials, and trials that restarted after a failure, of the most recent experiments
-// that have any (the master has no list of failures across experiments yet).
+// Errored trials and trials that restarted after a failure, of every experiment: live ones
+// first, then the latest to end, as the master orders each list.
 async function recentFailures(signal) {
-  const experiments = await api.experiments({ archived: "all" }, signal);
-  const withFailures = experiments
-    .filter((e) => e.state === "ERRORED" || (e.trial_states?.ERRORED || 0) > 0 || (e.trial_states?.RESTARTING || 0) > 0)
-    .slice(0, FAILURE_EXPERIMENTS);
-  const failures = [];
-  for (const exp of withFailures) {
-    const detail = await api.experiment(exp.id, signal);
-    for (const trial of detail.trials) if (trial.state === "ERRORED" || trial.restarts > 0) failures.push({ trial, exp });
-  }
-  failures.sort((a, b) => String(b.trial.ended_at || "9").localeCompare(String(a.trial.ended_at || "9")));
-  return failures.slice(0, 20);
+  const lists = await Promise.all([
+    api.trials({ state: "ERRORED", limit: FAILURES }, signal),
+    api.trials({ restarted: true, limit: FAILURES }, signal),
+  ]);
+  const byId = new Map(lists.flat().map((trial) => [trial.id, trial]));
+  const latestFirst = (a, b) => String(b.ended_at || "~").localeCompare(String(a.ended_at || "~")) || b.id - a.id;
+  return [...byId.values()].sort(latestFirst).slice(0, FAILURES);
 }
 
 export function mount(root) {
@@ -96,8 +92,8 @@ export function mount(root) {
     return true;
   }
 
-  // Failures take many requests and change seldom: a poller of their own, slower, whose
-  // failure is this section's, not the page's.
+  // Failures change seldom: a poller of their own, slower, whose failure is this section's,
+  // not the page's.
   let failuresText = null;
   async function refreshFailures(signal) {
     const failures = await recentFailures(signal);
@@ -117,8 +113,8 @@ export function mount(root) {
       },
     }),
     new Poller(refreshFailures, {
-      min: 30000,
-      max: 120000,
+      min: 10000,
+      max: 60000,
       status: false,
       onError: (error) => {
         failuresText = null; // the next answer replaces the error

@@ -6,7 +6,6 @@ import { api } from "../api.js";
 import { experimentActions, isTerminal } from "../actions.js";
 import { h, replace, stateBadge, progressBar, facts, errorBox, loading, tabBar, tabPanel, copyButton } from "../dom.js";
 import * as fmt from "../format.js";
-import { Poller } from "../poll.js";
 import { query, updateQuery } from "../router.js";
 import { toYaml } from "../yaml.js";
 import { createCurvesTab } from "./experiment_curves.js";
@@ -14,6 +13,7 @@ import { createHparamsTab } from "./experiment_hparams.js";
 import { createRungsTab, hasRungs } from "./experiment_rungs.js";
 import { createCompareView } from "./compare.js";
 import { trialsTable, MAX_COMPARE } from "./trials_table.js";
+import { pollItem } from "./item_poller.js";
 
 function tabsFor(exp) {
   return [
@@ -172,32 +172,21 @@ export function mount(root, { id }) {
     replace(headerBox, header(exp, () => poller.kick(), (error) => replace(message, errorBox(error))));
   }
 
-  let lastText = null;
-  let live = true;
-  async function refresh(signal) {
-    const exp = await api.experiment(id, signal);
-    const text = JSON.stringify(exp);
-    if (text === lastText) {
-      if (!live) poller.pause(); // until the user acts (poller.kick)
-      return false;
-    }
-    lastText = text;
+  async function show(exp, signal) {
     const first = !page.experiment;
     page.experiment = exp;
     showHeader(exp);
     if (first) showBody();
     else await (tab || compare)?.update?.(exp, signal);
-    live = !isTerminal(exp.state); // an ended one changes only by the user's actions
-    return true;
   }
 
-  const poller = new Poller(refresh, {
+  const poller = pollItem({
+    read: (signal) => api.experiment(id, signal),
+    show,
+    ended: (exp) => isTerminal(exp.state), // then only the user's actions change it (kick)
+    headerBox,
     min: 1500,
-    max: 15000,
-    onError: (error, final) => {
-      if (!page.experiment || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
-    },
-  }).start(0);
+  });
   return () => {
     poller.stop();
     tab?.destroy?.();

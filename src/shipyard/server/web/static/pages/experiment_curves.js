@@ -4,7 +4,8 @@
 // smooth.
 
 import { api, isAbort, pointsPerTrial } from "../api.js";
-import { CurvesChart, smooth } from "../charts.js";
+import { CurvesChart } from "../charts.js";
+import { curveOptions } from "../curve_options.js";
 import { rankColors } from "../palette.js";
 import { h, replace, labeled, errorBox, loading, emptyState } from "../dom.js";
 import { query, updateQuery, navigate } from "../router.js";
@@ -45,8 +46,6 @@ export function createCurvesTab(panel, page) {
   const state = {
     metric: params.get("metric") || exp.metric,
     group: params.get("group") || "validation",
-    log: params.get("log") === "1",
-    smooth: Math.min(0.99, Math.max(0, Number(params.get("smooth")) || 0)),
   };
   let names = [];
   let raw = [];
@@ -55,10 +54,10 @@ export function createCurvesTab(panel, page) {
   let pending = null; // the AbortController of the load under way
 
   const metricSelect = h("select", { onchange: () => pickMetric(metricSelect.value) });
-  const logBox = h("input", { type: "checkbox", checked: state.log, onchange: () => setOption("log", logBox.checked) });
-  const smoothRange = h("input", { type: "range", min: "0", max: "0.95", step: "0.05", value: String(state.smooth),
-    oninput: () => setOption("smooth", Number(smoothRange.value)) });
-  const smoothValue = h("output", null, state.smooth.toFixed(2));
+  const display = curveOptions((key) => {
+    if (key === "log") dropChart();
+    draw();
+  });
   const chartBox = h("div", { class: "chart", id: "curves-chart" });
   const note = h("p", { class: "chart-legend" });
   const chartArea = h("div", null, loading("curves"));
@@ -73,22 +72,13 @@ export function createCurvesTab(panel, page) {
     panel,
     h("div", { class: "toolbar" },
       labeled("Metric", metricSelect),
-      labeled("Log scale", logBox),
-      labeled("Smoothing", smoothRange, smoothValue),
+      display.controls,
     ),
     h("div", { class: "chart-card" }, chartArea),
     h("h2", { style: { marginTop: "18px" } }, "Trials"),
     page.compareBar(),
     table.element,
   );
-
-  function setOption(key, value) {
-    state[key] = value;
-    if (key === "smooth") smoothValue.textContent = value.toFixed(2);
-    updateQuery({ log: state.log ? "1" : null, smooth: state.smooth ? String(state.smooth) : null });
-    if (key === "log") dropChart(); // the y scale's kind is fixed when a chart is made
-    draw();
-  }
 
   function pickMetric(value) {
     const [group, ...rest] = value.split("/");
@@ -140,7 +130,7 @@ export function createCurvesTab(panel, page) {
       label: `Trial ${s.trial_id}`,
       color: colors.get(s.trial_id) || "gray",
       xs: s.steps,
-      ys: smooth(s.values, state.smooth),
+      ys: display.values(s.values),
     }));
     if (!chart || !chartArea.contains(chartBox)) {
       dropChart();
@@ -148,7 +138,7 @@ export function createCurvesTab(panel, page) {
       chart = new CurvesChart(chartBox, {
         xLabel: "steps completed",
         yLabel: state.metric,
-        yLog: state.log,
+        yLog: display.log,
         height: 340,
         ariaLabel: `Learning curves: ${state.metric} (${state.group}) by steps completed, one line per trial`,
         onHover: (id) => table.highlight(id),

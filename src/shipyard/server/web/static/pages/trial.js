@@ -2,13 +2,13 @@
 // tabs: metrics, logs, checkpoints, runs, environment (query tab). Live while it runs.
 
 import { api, isAbort } from "../api.js";
-import { h, replace, stateBadge, facts, errorBox, loading, tabBar, tabPanel } from "../dom.js";
+import { h, replace, stateBadge, facts, loading, tabBar, tabPanel } from "../dom.js";
 import * as fmt from "../format.js";
-import { Poller } from "../poll.js";
 import { query, updateQuery } from "../router.js";
 import { createMetricsTab } from "./trial_metrics.js";
 import { createLogsTab } from "./trial_logs.js";
 import { createCheckpointsTab, createRunsTab, createEnvironmentTab } from "./trial_records.js";
+import { pollItem } from "./item_poller.js";
 
 const TABS = [
   { id: "metrics", title: "Metrics", create: createMetricsTab },
@@ -59,7 +59,6 @@ export function mount(root, { id }) {
   const headerBox = h("div", null, loading(`trial ${id}`));
   const tabsBox = h("div");
   let tab = null;
-  let experiment = null;
   const page = { trial: null, experiment: null };
   replace(root, headerBox, tabsBox);
 
@@ -78,40 +77,27 @@ export function mount(root, { id }) {
     document.getElementById(`tab-${tabId}`)?.focus();
   }
 
-  let lastText = null;
-  let live = true;
-  async function refresh(signal) {
+  async function read(signal) {
     const trial = await api.trial(id, signal);
-    if (!experiment) {
+    if (!page.experiment) {
       // The header does without it; the tabs must not start once the page is left.
-      experiment = await api.experiment(trial.experiment_id, signal).catch((error) => {
+      page.experiment = await api.experimentSummary(trial.experiment_id, signal).catch((error) => {
         if (isAbort(error)) throw error;
         return null;
       });
-      page.experiment = experiment;
     }
-    const text = JSON.stringify(trial);
-    if (text === lastText) {
-      if (!live) poller.stop();
-      return false;
-    }
-    lastText = text;
-    const first = !page.trial;
-    page.trial = trial;
-    replace(headerBox, header(trial, experiment));
-    if (first) showTabs();
-    else await tab?.update?.(trial, signal);
-    live = !TERMINAL.has(trial.state); // an ended trial changes no more
-    return true;
+    return trial;
   }
 
-  const poller = new Poller(refresh, {
-    min: 2000,
-    max: 15000,
-    onError: (error, final) => {
-      if (!page.trial || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
-    },
-  }).start(0);
+  async function show(trial, signal) {
+    const first = !page.trial;
+    page.trial = trial;
+    replace(headerBox, header(trial, page.experiment));
+    if (first) showTabs();
+    else await tab?.update?.(trial, signal);
+  }
+
+  const poller = pollItem({ read, show, ended: (trial) => TERMINAL.has(trial.state), headerBox, min: 2000 });
   return () => {
     poller.stop();
     tab?.destroy?.();

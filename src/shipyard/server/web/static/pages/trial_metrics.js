@@ -1,8 +1,10 @@
-// A trial's metrics: one chart per metric name with its training and validation lines, and
-// the summary of every metric it reported (count, last, min, max, best).
+// A trial's metrics: one chart per metric name with its training and validation lines (log
+// scale and smoothing as the experiment's curves have, query log and smooth), and the
+// summary of every metric it reported (count, last, min, max, best).
 
 import { api } from "../api.js";
 import { CurvesChart } from "../charts.js";
+import { curveOptions } from "../curve_options.js";
 import { PALETTE } from "../palette.js";
 import { h, replace, errorBox, loading, emptyState } from "../dom.js";
 import * as fmt from "../format.js";
@@ -24,30 +26,40 @@ function summaryTable(metrics) {
 export function createMetricsTab(panel, page) {
   let charts = [];
   let shown = null;
+  let series = null; // until the first answer
+  const display = curveOptions((key) => {
+    if (key === "log") dropCharts();
+    draw();
+  });
   const chartsBox = h("div", { class: "grid-2" }, loading("metrics"));
   const summaryBox = h("div");
-  replace(panel, chartsBox, h("h2", { style: { marginTop: "18px" } }, "Summary"), summaryBox);
+  replace(panel, h("div", { class: "toolbar" }, display.controls), chartsBox, h("h2", { style: { marginTop: "18px" } }, "Summary"), summaryBox);
+
+  function dropCharts() {
+    charts.forEach((c) => c.chart.destroy());
+    charts = [];
+  }
 
   async function load(signal) {
     const trial = page.trial;
     shown = `${trial.steps_completed}:${trial.state}:${trial.run_id}`;
     replace(summaryBox, trial.metrics.length ? summaryTable(trial.metrics) : h("p", { class: "muted" }, "No metric reported yet."));
-    const series = await api.trialMetrics(trial.id, { max_points: POINTS }, signal);
-    draw(series);
+    series = await api.trialMetrics(trial.id, { max_points: POINTS }, signal);
+    draw();
   }
 
-  function draw(series) {
+  function draw() {
+    if (!series) return;
     const order = fmt.metricOrder(page.trial.searcher_metric);
     const names = [...new Set(series.slice().sort(order).map((s) => s.name))];
     const same = charts.length === names.length && charts.every((c, i) => c.name === names[i]);
     if (!names.length) {
-      charts.forEach((c) => c.chart.destroy());
-      charts = [];
+      dropCharts();
       replace(chartsBox, emptyState("No metrics yet", "Training code reports them with ctx.train.report_training_metrics and report_validation_metrics; they appear here as they arrive."));
       return;
     }
     if (!same) {
-      charts.forEach((c) => c.chart.destroy());
+      dropCharts();
       replace(chartsBox);
       charts = names.map((name) => {
         const box = h("div");
@@ -55,7 +67,7 @@ export function createMetricsTab(panel, page) {
         chartsBox.append(h("div", { class: "chart-card" },
           h("h3", null, name, " ", groups.map((g) => h("span", { class: "chart-legend" }, h("span", { class: "swatch", style: { background: GROUP_COLORS[g] || PALETTE[2] } }), `${g} `))),
           box));
-        return { name, chart: new CurvesChart(box, { height: 240, xLabel: "steps completed", yLabel: name, ariaLabel: `${name} of trial ${page.trial.id} by steps completed` }) };
+        return { name, chart: new CurvesChart(box, { height: 240, xLabel: "steps completed", yLabel: name, yLog: display.log, ariaLabel: `${name} of trial ${page.trial.id} by steps completed` }) };
       });
     }
     for (const { name, chart } of charts) {
@@ -64,7 +76,7 @@ export function createMetricsTab(panel, page) {
         label: s.group,
         color: GROUP_COLORS[s.group] || PALETTE[2],
         xs: s.points.map((p) => p.steps_completed),
-        ys: s.points.map((p) => p.value),
+        ys: display.values(s.points.map((p) => p.value)),
       })));
     }
   }
@@ -74,6 +86,6 @@ export function createMetricsTab(panel, page) {
     async update(trial, signal) {
       if (`${trial.steps_completed}:${trial.state}:${trial.run_id}` !== shown) await load(signal);
     },
-    destroy: () => charts.forEach((c) => c.chart.destroy()),
+    destroy: dropCharts,
   };
 }

@@ -10,12 +10,12 @@ export function createCheckpointsTab(panel, page) {
   let shown = null;
   async function load(signal) {
     shown = page.trial.latest_checkpoint;
-    const checkpoints = await api.trialCheckpoints(page.trial, signal);
+    const checkpoints = await api.trialCheckpoints(page.trial.id, signal);
     if (!checkpoints.length) {
       replace(panel, emptyState("No checkpoints", "Training code saves one with ctx.checkpoint.store_path(metadata); a trial resumes from its latest after a restart or a pause."));
       return;
     }
-    checkpoints.sort((a, b) => b.steps_completed - a.steps_completed);
+    checkpoints.reverse(); // the master lists them by step; the latest first here
     const metricName = page.trial.searcher_metric || "metric";
     replace(panel, simpleTable(
       `Checkpoints of trial ${page.trial.id}`,
