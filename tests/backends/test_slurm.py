@@ -213,16 +213,37 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.torch
-def test_a_trial_larger_than_a_node_spans_nodes_through_srun(slurm_cluster, slurm_engine):
+MPI_SPANNING = """
+import os
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+total = comm.allreduce(comm.rank + 1)
+print("rank", comm.rank, "of", comm.size, "on", os.environ["SLURMD_NODENAME"],
+      "node rank", os.environ["SHIPYARD_NODE_RANK"], "slots", os.environ["SHIPYARD_SLOT_IDS"],
+      "sum", total, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("launcher", "code"),
+    [
+        pytest.param("shipyard.launch.torch_distributed", SPANNING, marks=pytest.mark.torch),
+        # One mpirun on the first node starts Open MPI's daemon on the other through its
+        # launcher: no ssh between Slurm's nodes.
+        pytest.param("shipyard.launch.mpi", MPI_SPANNING, marks=pytest.mark.mpi),
+    ],
+)
+def test_a_trial_larger_than_a_node_spans_nodes_through_srun(
+    slurm_cluster, slurm_engine, launcher, code
+):
     backend = backend_with(slurm_cluster, slot_type="cpu", partition=MULTI_PARTITION)
     assert len(backend.capacity()) == 2 * SMALL_NODE_CPUS
     handle, _ = launch(
         slurm_engine,
         backend,
-        SPANNING,
+        code,
         slots=2 * SMALL_NODE_CPUS,
-        argv=["{python}", "-m", "shipyard.launch.torch_distributed", "{python}", "{script}"],
+        argv=["{python}", "-m", launcher, "{python}", "{script}"],
     )
     state = wait_exit(backend, handle, timeout=90)
     text = output(backend, handle)
@@ -234,10 +255,13 @@ def test_a_trial_larger_than_a_node_spans_nodes_through_srun(slurm_cluster, slur
     for line in text.splitlines():
         if " sum " in line:
             words = line.split("] ", 1)[1].split()
+            assert words[3] == str(world), line  # one world of every rank
             ranks[int(words[1])] = (words[5], words[8], words[10], words[12])
     assert sorted(ranks) == list(range(world)), text
-    # Ranks 0-1 on the first node (node rank 0), 2-3 on the second; all summed 1+2+3+4.
+    # Ranks 0-1 on the first node (node rank 0), 2-3 on the second, each on its node's own
+    # slot; all summed 1+2+3+4.
     assert {rank: info[1] for rank, info in ranks.items()} == {0: "0", 1: "0", 2: "1", 3: "1"}
+    assert [ranks[rank][2] for rank in range(world)] == ["cpu0", "cpu1"] * 2
     assert {info[0] for info in ranks.values()} == {"n2", "n3"}
     assert ranks[0][0] != ranks[2][0]
     assert {info[3] for info in ranks.values()} == {str(world * (world + 1) // 2)}

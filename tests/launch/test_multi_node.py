@@ -18,6 +18,7 @@ from tests.launch.launcher import by_rank, env_of, rank_env, script
 
 TORCH = "shipyard.launch.torch_distributed"
 TF = "shipyard.launch.tensorflow"
+MPI = "shipyard.launch.mpi"
 
 ENV_NAMES = (
     "RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT GROUP_RANK "
@@ -51,15 +52,11 @@ ctx.close()
 """
 
 
-def run_nodes(
-    module: str,
-    args: list[str],
-    slots: list[str],
-    *,
-    extra: dict[str, str] | None = None,
-    timeout: float = 120,
-) -> list[subprocess.CompletedProcess]:
-    """One launcher per node, node i with SHIPYARD_SLOT_IDS = slots[i]; all at once."""
+def start_nodes(
+    module: str, args: list[str], slots: list[str], extra: dict[str, str] | None = None
+) -> list[subprocess.Popen]:
+    """One launcher per node, node i with SHIPYARD_SLOT_IDS = slots[i]; all at once, each
+    leading a process group of its own as under a backend."""
     addr = f"127.0.0.1:{free_port_pair('127.0.0.1')}"
     procs = []
     for rank, ids in enumerate(slots):
@@ -78,8 +75,15 @@ def run_nodes(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                start_new_session=True,
             )
         )
+    return procs
+
+
+def finish_nodes(
+    procs: list[subprocess.Popen], timeout: float = 120
+) -> list[subprocess.CompletedProcess]:
     results = []
     try:
         for proc in procs:
@@ -91,6 +95,17 @@ def run_nodes(
                 proc.kill()
                 proc.wait()
     return results
+
+
+def run_nodes(
+    module: str,
+    args: list[str],
+    slots: list[str],
+    *,
+    extra: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> list[subprocess.CompletedProcess]:
+    return finish_nodes(start_nodes(module, args, slots, extra), timeout)
 
 
 def text_of(results: list[subprocess.CompletedProcess]) -> str:
@@ -159,15 +174,16 @@ def test_tf_config_lists_every_worker_of_every_node(tmp_path: Path):
         assert config == {"cluster": cluster, "task": {"type": "worker", "index": rank}}
 
 
-def test_uneven_slots_are_refused_on_every_node(tmp_path: Path):
+@pytest.mark.parametrize("module", [TORCH, MPI])
+def test_uneven_slots_are_refused_on_every_node(tmp_path: Path, module: str):
     results = run_nodes(
-        TORCH, ["python3", script(tmp_path, "env.py", PRINT_ENV)], ["cpu0,cpu1", "cpu0"]
+        module, ["python3", script(tmp_path, "env.py", PRINT_ENV)], ["cpu0,cpu1", "cpu0"]
     )
     assert [r.returncode for r in results] == [2, 2], text_of(results)
     for result in results:
         assert "[rank=" not in result.stdout  # no rank started anywhere
         (line,) = result.stderr.splitlines()
-        assert line.startswith(f"{TORCH}: every node of a multi-node trial must have the same")
+        assert line.startswith(f"{module}: every node of a multi-node trial must have the same")
         assert "node 0 has 2, node 1 has 1" in line
 
 
@@ -184,7 +200,7 @@ def test_uneven_slots_are_refused_on_every_node(tmp_path: Path):
 )
 def test_bad_multi_node_variables_are_one_line_and_exit_code_2(tmp_path, extra, message):
     env = env_of(SHIPYARD_SLOT_IDS="cpu0", **extra)
-    for module in (TORCH, TF):
+    for module in (TORCH, TF, MPI):
         result = subprocess.run(
             [sys.executable, "-m", module, "python3", "x.py"],
             env=env,
@@ -196,26 +212,22 @@ def test_bad_multi_node_variables_are_one_line_and_exit_code_2(tmp_path, extra, 
         assert len(result.stderr.splitlines()) == 1 and message in result.stderr
 
 
-def test_mpi_and_tf_ps_refuse_several_nodes():
+def test_tf_ps_refuses_several_nodes():
     env = env_of(
         SHIPYARD_SLOT_IDS="cpu0",
         SHIPYARD_NUM_NODES="2",
         SHIPYARD_NODE_RANK="0",
         SHIPYARD_RENDEZVOUS_ADDR="127.0.0.1:29500",
     )
-    for argv, message in [
-        (["shipyard.launch.mpi"], "multi-node trials (SHIPYARD_NUM_NODES=2) are not supported yet"),
-        ([TF, "--ps", "1"], "--ps on several nodes (SHIPYARD_NUM_NODES=2) is not supported yet"),
-    ]:
-        result = subprocess.run(
-            [sys.executable, "-m", *argv, "python3", "x.py"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2, result.stdout + result.stderr
-        assert message in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", TF, "--ps", "1", "python3", "x.py"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--ps on several nodes (SHIPYARD_NUM_NODES=2) is not supported yet" in result.stderr
 
 
 def test_one_node_failing_exits_with_its_rank_s_code_and_global_rank(tmp_path: Path):

@@ -409,14 +409,9 @@ def main(
     options, slots, grace = read
     env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
     out = Output(sys.stdout.buffer)
-    try:
-        meeting = _nodes.meet(_nodes.from_env(env), len(slots), env)
-    except UsageError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except _nodes.RendezvousError as exc:
-        out.say(str(exc))
-        return 1
+    meeting = _nodes.meet_or_exit(prog, out, len(slots), env)
+    if isinstance(meeting, int):
+        return meeting
     code = 1
     try:
         layout = meeting.layout

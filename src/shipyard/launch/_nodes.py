@@ -20,7 +20,9 @@ job (it ends the whole gang).
 from __future__ import annotations
 
 import json
+import select
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +36,7 @@ from shipyard.common.collective_wire import (
     read_frame,
 )
 from shipyard.launch import _coordinator
-from shipyard.launch._gang import UsageError, free_port
+from shipyard.launch._gang import EXIT_USAGE, Output, UsageError, free_port
 
 NUM_NODES = "SHIPYARD_NUM_NODES"
 NODE_RANK = "SHIPYARD_NODE_RANK"
@@ -135,6 +137,10 @@ class Meeting:
         self._server: _coordinator.Server | None = None
         self._link: _Link | None = None
 
+    def host_left(self) -> bool:
+        """Node 0's launcher has ended (always False on node 0 and on one node)."""
+        return self._link is not None and self._server is None and self._link.peer_closed()
+
     def finish(self, code: int, *, wait_s: float | None = None) -> None:
         """Leave; node 0 (the host) first waits for the others when ``code`` is 0."""
         if self._link is not None:
@@ -188,6 +194,28 @@ def meet(
         raise
     meeting.dist_addr = nodes.coordinator_addr
     return meeting
+
+
+def meet_or_exit(
+    prog: str,
+    out: Output,
+    local_slots: int,
+    env: dict[str, str],
+    extra: dict[str, Any] | None = None,
+    *,
+    coordinator: bool = True,
+) -> Meeting | int:
+    """``meet()`` as the multi-node variables of ``env`` say, or the launcher's exit code once
+    it said why not: a usage error is one line on stderr (2), launchers that could not meet
+    say so in the log (1)."""
+    try:
+        return meet(from_env(env), local_slots, env, extra, coordinator=coordinator)
+    except UsageError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except RendezvousError as exc:
+        out.say(str(exc))
+        return 1
 
 
 def _join(
@@ -249,6 +277,14 @@ class _Link:
             raise OSError(str(result))
         assert isinstance(result, list)
         return result
+
+    def peer_closed(self) -> bool:
+        """Node 0 closed the connection (nothing else comes on it after the allgather)."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+            return bool(readable) and self.sock.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def close(self) -> None:
         try:

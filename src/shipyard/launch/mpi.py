@@ -1,24 +1,32 @@
 """Run an MPI (or Horovod) program on every slot of a trial: ``python3 -m shipyard.launch.mpi
 [--nproc N] [--] CMD ARGS...``.
 
-One ``mpirun`` is the gang: a hostfile (``127.0.0.1 slots=N``: one machine today) in a
-temporary directory, ``-np N``, and each rank started through ``shipyard.launch._mpi_rank``,
-which maps Open MPI's rank variables to Shipyard's (SHIPYARD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE)
-and torch's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), pins CUDA_VISIBLE_DEVICES to the
-rank's GPU, sends its output to this launcher (relayed as ``[rank=R] line``, as the other
-launchers do) and execs CMD. SHIPYARD_DIST_ADDR is the coordinator for ``ctx.distributed``.
+One ``mpirun`` is the gang: a hostfile in a temporary directory, ``-np N``, and each rank
+started through ``shipyard.launch._mpi_rank``, which maps Open MPI's rank variables to
+Shipyard's (SHIPYARD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE) and torch's (RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE), pins CUDA_VISIBLE_DEVICES to the rank's GPU, sends its output
+to this launcher (relayed as ``[rank=R] line``, as the other launchers do) and execs CMD.
+SHIPYARD_DIST_ADDR is the coordinator for ``ctx.distributed``.
 
-One unit: mpirun stops every rank when one fails; the launcher exits with that rank's code,
-names it (from mpirun's report) and tells the master. At SIGTERM/SIGINT the launcher sends
-SIGTERM to every rank's process group (Open MPI gives each rank one), SIGKILL after the grace,
-stops mpirun and exits 143. mpirun runs in a process group of its own and gets SIGKILL when
-the launcher dies, as the ranks do when mpirun dies.
+Several nodes (SHIPYARD_NUM_NODES, the contract in ``_gang``): node 0's launcher runs the one
+mpirun, its hostfile listing node 0 and then ``shipyard-node-K`` for each other node, with as
+many slots each, so that global rank = node rank * local slots + local rank as on the other
+launchers. mpirun starts Open MPI's daemon on node K through node K's launcher instead of ssh
+(launch/_mpi_agent.py); that launcher gives the daemon its node's rank environment and stops
+its ranks when it is stopped. Every rank's output reaches node 0's launcher.
+
+One unit: mpirun stops every rank when one fails; node 0's launcher exits with that rank's
+code, names it (from mpirun's report) and tells the master; the others exit 0 when their
+daemon does. At SIGTERM/SIGINT a launcher sends SIGTERM to its node's ranks' process groups
+(Open MPI gives each rank one), SIGKILL after the grace, stops mpirun (or its daemon) and
+exits 143. mpirun runs in a process group of its own and gets SIGKILL when the launcher dies,
+as the ranks do when mpirun (or their daemon) dies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import json
 import os
 import re
 import shlex
@@ -30,11 +38,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
-from shipyard.launch import _coordinator, _gang, _nodes
-from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV, PR_SET_PDEATHSIG
+from shipyard.launch import _gang, _mpi_agent, _nodes, _procs
+from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV
 
 PROG = "shipyard.launch.mpi"
 LOCALHOST = "127.0.0.1"
@@ -52,6 +60,18 @@ _EXPORTED = (
     "MASTER_ADDR",
     "MASTER_PORT",
 )
+# mpirun starts the other nodes' daemons through their launchers (launch/_mpi_agent.py), one
+# by one from node 0 (no tree: the agent's table is on node 0 only), and they stay attached to
+# the agent's connection rather than daemonize, so each node's launcher supervises its ranks.
+REMOTE_DAEMONS = [
+    # Inside a Slurm (or other resource manager's) job: not its srun to start the daemons,
+    # and not its allocation instead of our hostfile (whose names are ours).
+    *("--mca", "plm", "rsh"),
+    *("--mca", "ras", "^slurm,tm,lsf,gridengine"),
+    *("--mca", "plm_rsh_agent", f"{sys.executable} -m {_mpi_agent.PROG}"),
+    *("--mca", "plm_rsh_no_tree_spawn", "1"),
+    *("--mca", "orte_leave_session_attached", "1"),
+]
 _FAILED = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(\d+)")
 _SIGNALED = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
 
@@ -68,8 +88,10 @@ def mpirun_command(
     nproc: int,
     env: dict[str, str],
     command: list[str],
+    mca: list[str] | None = None,
 ) -> list[str]:
-    args = [mpirun, "--hostfile", hostfile_path, "-np", str(nproc)]
+    """``env``: the variables to pass on with -x (their names only)."""
+    args = [mpirun, "--hostfile", hostfile_path, "-np", str(nproc), *(mca or [])]
     if os.geteuid() == 0:
         args.append("--allow-run-as-root")
     if nproc > sum(slots for _, slots in hosts):
@@ -102,9 +124,8 @@ class OutputServer:
             return dict(self.pids)
 
     @property
-    def address(self) -> str:
-        host, port = self._listener.getsockname()[:2]
-        return f"{host}:{port}"
+    def port(self) -> int:
+        return int(self._listener.getsockname()[1])
 
     def _accept(self) -> None:
         while not self._stopping:
@@ -156,8 +177,13 @@ class MpiGang:
         grace_s: float,
         out: _gang.Output,
         output: OutputServer,
+        *,
+        local_ranks: int,
     ) -> None:
         self.args = args
+        # Ranks 0..local_ranks-1 run on this node: the only ones it may signal (on several
+        # nodes a pid of another node's rank means nothing here).
+        self.local_ranks = local_ranks
         self.env = env
         self.nproc = nproc
         self.grace_s = grace_s
@@ -181,7 +207,7 @@ class MpiGang:
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     process_group=0,
-                    preexec_fn=_die_with_parent(),
+                    preexec_fn=_procs.die_with_parent(),
                 )
             except OSError as exc:
                 self.out.say(f"cannot start {self.args[0]}: {exc.strerror}")
@@ -248,22 +274,22 @@ class MpiGang:
         """SIGTERM to every rank's process group, SIGKILL to those left after the grace, then
         mpirun (which noticed and is stopping already). mpirun is not signalled first: it
         would SIGKILL the ranks after its own 1 s, not the gang's grace."""
-        pids = self.output.rank_pids()
+        pids = self._local_pids()
         self.out.say(
             f"{why}: sending SIGTERM to rank(s) {', '.join(str(r) for r in sorted(pids)) or '-'}"
             f" (SIGKILL after {self.grace_s:g} s)"
         )
         for pid in pids.values():
-            _killpg(pid, signal.SIGTERM)
-        if len(pids) < self.nproc:  # a rank not connected yet: mpirun must stop it
-            _send(proc.pid, signal.SIGTERM)
+            _procs.killpg(pid, signal.SIGTERM)
+        if len(pids) < self.local_ranks:  # a rank not connected yet: mpirun must stop it
+            _procs.send(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline and any(_alive(p) for p in pids.values()):
+        while time.monotonic() < deadline and any(_procs.alive(p) for p in pids.values()):
             time.sleep(_gang._POLL_S)
         for rank, pid in sorted(pids.items()):
-            if _alive(pid):
+            if _procs.alive(pid):
                 self.out.say(f"rank {rank} still running after {self.grace_s:g} s: SIGKILL")
-                _killpg(pid, signal.SIGKILL)
+                _procs.killpg(pid, signal.SIGKILL)
         # mpirun sees its ranks die, aborts and reaps them (a SIGTERM in the middle of its
         # abort can crash it and leave the ranks unreaped): it is signalled only if it lingers.
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -272,60 +298,20 @@ class MpiGang:
                 break
             except subprocess.TimeoutExpired:
                 self.out.say(f"mpirun still running after its ranks: {sig.name}")
-                _send(proc.pid, sig)
+                _procs.send(proc.pid, sig)
         proc.wait()
         self._kill_left()
         self.output.close(_gang._JOIN_S)
 
+    def _local_pids(self) -> dict[int, int]:
+        return {r: p for r, p in self.output.rank_pids().items() if r < self.local_ranks}
+
     def _kill_left(self) -> None:
         """Each rank leads a process group of its own (Open MPI's doing): SIGKILL those left."""
-        for rank, pid in sorted(self.output.rank_pids().items()):
-            if _alive(pid):
+        for rank, pid in sorted(self._local_pids().items()):
+            if _procs.alive(pid):
                 self.out.say(f"rank {rank} (pid {pid}) outlived mpirun: SIGKILL to its group")
-                _killpg(pid, signal.SIGKILL)
-
-
-def _send(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _killpg(pid: int, sig: int) -> None:
-    """``sig`` to the process group ``pid`` leads (a rank's: Open MPI makes one per rank)."""
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        return
-    except PermissionError:
-        _send(pid, sig)
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn that makes the child get SIGKILL when the launcher dies (Linux), resolved
-    before the fork: the child only makes the one system call."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.restype = ctypes.c_int
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    sigkill = int(signal.SIGKILL)
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
-
-    return preexec
-
-
-def _alive(pid: int) -> bool:
-    """A process that runs (not a zombie waiting for its parent)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+                _procs.killpg(pid, signal.SIGKILL)
 
 
 def main() -> int:
@@ -334,14 +320,10 @@ def main() -> int:
     if read is None:
         return _gang.EXIT_USAGE
     options, slots, grace = read
-    nodes = env.get(_nodes.NUM_NODES, "").strip()
-    if nodes not in ("", "1"):  # one hostfile line per node, later
-        print(
-            f"{PROG}: multi-node trials ({_nodes.NUM_NODES}={nodes}) are not supported yet by "
-            "this launcher: use shipyard.launch.torch_distributed or shipyard.launch.tensorflow, "
-            "or fit the trial on one node",
-            file=sys.stderr,
-        )
+    try:
+        nodes = _nodes.from_env(env)
+    except _gang.UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return _gang.EXIT_USAGE
     if shutil.which("mpirun", path=env.get("PATH")) is None:
         print(
@@ -350,35 +332,139 @@ def main() -> int:
             file=sys.stderr,
         )
         return EXIT_NO_MPIRUN
-    nproc = len(slots)
-    hosts = [(LOCALHOST, nproc)]  # one machine today; several (host, slots) pairs later
     env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
-    env["SHIPYARD_SLOT_IDS"] = ",".join(s.id for s in slots)  # the shim picks each rank's one
-    env["SHIPYARD_DIST_BACKEND"] = "nccl" if all(s.gpu_index is not None for s in slots) else "gloo"
-    env["MASTER_ADDR"] = LOCALHOST  # for torch.distributed's env:// under Horovod/MPI
-    env["MASTER_PORT"] = str(_gang.free_port())
     out = _gang.Output(sys.stdout.buffer)
-    address, stop_coordinator = _coordinator.serve(nproc)
-    output = OutputServer(out)
+    if nodes is None or nodes.rank == 0:
+        return run_mpirun(options.command, slots, grace, env, nodes, out)
+    return host_ranks(slots, grace, env, nodes, out)
+
+
+def run_mpirun(
+    command: list[str],
+    slots: list[_gang.Slot],
+    grace: float,
+    env: dict[str, str],
+    nodes: _nodes.Nodes | None,
+    out: _gang.Output,
+) -> int:
+    """Node 0 (or the only node): the output server, mpirun and the verdict."""
+    output = OutputServer(out, LOCALHOST if nodes is None else "")
+    meeting = _nodes.meet_or_exit(PROG, out, len(slots), env, {"output_port": output.port})
+    if isinstance(meeting, int):
+        output.close(0)
+        return meeting
+    code = 1
     try:
-        env["SHIPYARD_DIST_ADDR"] = address  # ctx.distributed's collectives
-        env[OUTPUT_ENV] = output.address
+        layout = meeting.layout
+        output_host = LOCALHOST if nodes is None else nodes.host
+        env = ranks_env(env, slots, layout, meeting, f"{output_host}:{output.port}")
+        local = len(slots)
+        hosts = [(LOCALHOST, local)] + [(remote_host(k), local) for k in range(1, layout.nodes)]
+        nproc = layout.world_size
+        mca: list[str] = []
+        if layout.nodes > 1:
+            env[_mpi_agent.AGENTS_ENV] = json.dumps(agents(layout))
+            mca = REMOTE_DAEMONS
         with tempfile.TemporaryDirectory(prefix="shipyard-mpi-") as tmp:
             path = os.path.join(tmp, "hostfile")
             Path(path).write_text(hostfile(hosts))
             # By name, not by path: Open MPI takes /usr/bin/mpirun as --prefix /usr and puts
-            # /usr/bin first on the ranks' PATH, ahead of the trial's venv.
-            args = mpirun_command("mpirun", path, hosts, nproc, env, options.command)
+            # /usr/bin first on the ranks' PATH, ahead of the trial's venv. On several nodes
+            # nothing is exported: each node's ranks get that node's environment.
+            exported = env if layout.nodes == 1 else {}
+            args = mpirun_command("mpirun", path, hosts, nproc, exported, command, mca)
             where = ",".join(s.id for s in slots)
-            out.say(f"starting {nproc} rank(s) on {where}: {shlex.join(options.command)}")
+            if layout.nodes > 1:
+                where += f" and the same on {layout.nodes - 1} more node(s)"
+            out.say(f"starting {nproc} rank(s) on {where}: {shlex.join(command)}")
             out.say(f"mpirun: {shlex.join(args)}")
-            code = MpiGang(args, env, nproc, grace, out, output).run()
+            code = MpiGang(args, env, nproc, grace, out, output, local_ranks=local).run()
         if code == 0:
             out.say(f"all {nproc} rank(s) exited with code 0")
         return code
     finally:
         output.close(_gang._JOIN_S)
-        stop_coordinator()
+        meeting.finish(code)
+
+
+def host_ranks(
+    slots: list[_gang.Slot],
+    grace: float,
+    env: dict[str, str],
+    nodes: _nodes.Nodes,
+    out: _gang.Output,
+) -> int:
+    """Node 1 and up: meet, then run the Open MPI daemon node 0's mpirun sends, whose
+    children are this node's ranks. Their output goes to node 0's output server."""
+    host = _mpi_agent.OrtedHost(env, out)
+    extra = {"agent_port": host.port, "agent_token": host.token}
+    meeting = _nodes.meet_or_exit(PROG, out, len(slots), env, extra)
+    if isinstance(meeting, int):
+        return meeting
+    code = 1
+    try:
+        layout = meeting.layout
+        output = f"{nodes.host}:{layout.peers[0]['output_port']}"
+        first, last = layout.first_rank, layout.first_rank + layout.local_size - 1
+        out.say(
+            f"node {layout.node_rank} of {layout.nodes}: ranks {first}-{last} of "
+            f"{layout.world_size} on {','.join(s.id for s in slots)}, started by node 0's mpirun"
+        )
+        with _daemon_dirs() as dirs, _gang.StopSignals() as signals:
+            host.env = {**ranks_env(env, slots, layout, meeting, output), **dirs}
+            code = host.serve(signals, meeting.host_left, grace)
+        return code
+    finally:
+        meeting.finish(code)
+
+
+def ranks_env(
+    env: dict[str, str],
+    slots: list[_gang.Slot],
+    layout: _nodes.Layout,
+    meeting: _nodes.Meeting,
+    output: str,
+) -> dict[str, str]:
+    """What a node's ranks get beside Open MPI's variables: on node 0 through mpirun's
+    environment, on the others through their daemon's. Every node builds its own."""
+    env = dict(env)
+    env["SHIPYARD_SLOT_IDS"] = ",".join(s.id for s in slots)  # the shim picks each rank's one
+    env["SHIPYARD_DIST_BACKEND"] = "nccl" if all(s.gpu_index is not None for s in slots) else "gloo"
+    env["MASTER_ADDR"] = layout.master_addr  # for torch.distributed's env:// under Horovod/MPI
+    env["MASTER_PORT"] = str(layout.master_port)
+    assert meeting.dist_addr is not None
+    env["SHIPYARD_DIST_ADDR"] = meeting.dist_addr  # ctx.distributed's collectives
+    env[OUTPUT_ENV] = output
+    return env
+
+
+def remote_host(node_rank: int) -> str:
+    """Node k's name in the hostfile: a name of ours, not the node's, so that mpirun always
+    starts a daemon there through the agent (nodes may share a machine, or an address)."""
+    return f"shipyard-node-{node_rank}"
+
+
+def agents(layout: _nodes.Layout) -> dict[str, str]:
+    """The agent's table: each remote node's launcher, as "addr:port:token"."""
+    return {
+        remote_host(k): f"{peer['host']}:{peer['agent_port']}:{peer['agent_token']}"
+        for k, peer in enumerate(layout.peers)
+        if k > 0
+    }
+
+
+@contextlib.contextmanager
+def _daemon_dirs() -> Iterator[dict[str, str]]:
+    """Open MPI's session directory and shared-memory files of this node's daemon, private:
+    its names come from the host name and job id, the same as node 0's when two nodes share
+    a machine (their shared-memory segments would collide)."""
+    with tempfile.TemporaryDirectory(prefix="shipyard-mpi-") as tmp:
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        with tempfile.TemporaryDirectory(prefix="shipyard-mpi-", dir=shm) as segments:
+            yield {
+                "OMPI_MCA_orte_tmpdir_base": tmp,
+                "OMPI_MCA_btl_vader_backing_directory": segments,
+            }
 
 
 if __name__ == "__main__":

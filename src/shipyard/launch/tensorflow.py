@@ -215,14 +215,9 @@ def main() -> int:
     # The other nodes learn this node's workers' ports at the meeting; ctx.distributed's
     # coordinator only when the workers are the ranks (not with --ps).
     extra = {"ports": _nodes.free_ports(len(slots), "")} if nodes is not None else None
-    try:
-        meeting = _nodes.meet(nodes, len(slots), env, extra, coordinator=ps == 0)
-    except _gang.UsageError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return _gang.EXIT_USAGE
-    except _nodes.RendezvousError as exc:
-        out.say(str(exc))
-        return 1
+    meeting = _nodes.meet_or_exit(PROG, out, len(slots), env, extra, coordinator=ps == 0)
+    if isinstance(meeting, int):
+        return meeting
     code = 1
     try:
         layout = meeting.layout

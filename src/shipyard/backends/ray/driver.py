@@ -24,7 +24,11 @@ from shipyard.backends.ray.runner import TrialRunner, read_run_files
 _CONNECT_CHECK_S = 2.0
 # The launchers that take the multi-node variables (launch/_gang.py); anything else would run
 # once per node, each copy believing it is the whole trial.
-MULTI_NODE_LAUNCHERS = ("shipyard.launch.torch_distributed", "shipyard.launch.tensorflow")
+MULTI_NODE_LAUNCHERS = (
+    "shipyard.launch.torch_distributed",
+    "shipyard.launch.tensorflow",
+    "shipyard.launch.mpi",
+)
 
 
 class NotSupportedYet(Exception):
@@ -131,7 +135,8 @@ class Driver:
                 f"placement_strategy {strategy} puts this trial's {count} slots on {n} nodes, "
                 "and only a launcher runs on several nodes: use an entrypoint like python3 -m "
                 "shipyard.launch.torch_distributed python3 train.py (or "
-                "shipyard.launch.tensorflow), or placement_strategy STRICT_PACK"
+                "shipyard.launch.tensorflow, or shipyard.launch.mpi), or placement_strategy "
+                "STRICT_PACK"
             )
         code = payload.pack(a["workdir"], a["max_code_bytes"], skip=tuple(a["skip"]))
         config = None
