@@ -212,22 +212,39 @@ def test_bad_multi_node_variables_are_one_line_and_exit_code_2(tmp_path, extra, 
         assert len(result.stderr.splitlines()) == 1 and message in result.stderr
 
 
-def test_tf_ps_refuses_several_nodes():
-    env = env_of(
-        SHIPYARD_SLOT_IDS="cpu0",
-        SHIPYARD_NUM_NODES="2",
-        SHIPYARD_NODE_RANK="0",
-        SHIPYARD_RENDEZVOUS_ADDR="127.0.0.1:29500",
-    )
-    result = subprocess.run(
-        [sys.executable, "-m", TF, "--ps", "1", "python3", "x.py"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "--ps on several nodes (SHIPYARD_NUM_NODES=2) is not supported yet" in result.stderr
+def test_tf_ps_runs_the_chief_and_ps_on_node_0_and_workers_on_every_node(tmp_path: Path):
+    from tests.launch.test_tensorflow import TASK
+
+    task = script(tmp_path, "task.py", TASK)
+    results = run_nodes(TF, ["--ps", "1", "python3", task], ["cpu0,cpu1"] * 2, timeout=60)
+    assert [r.returncode for r in results] == [0, 0], text_of(results)
+    configs = {}
+    for node, result in enumerate(results):
+        for rank, lines in by_rank(result.stdout).items():
+            configs[rank] = (node, json.loads(rank_env(lines)["TF_CONFIG"]))
+    # node 0: chief (0), workers 0-1 (1-2), ps 0 (5); node 1: workers 2-3 (3-4)
+    tasks = {
+        rank: (node, c["task"]["type"], c["task"]["index"]) for rank, (node, c) in configs.items()
+    }
+    assert tasks == {
+        0: (0, "chief", 0),
+        1: (0, "worker", 0),
+        2: (0, "worker", 1),
+        3: (1, "worker", 2),
+        4: (1, "worker", 3),
+        5: (0, "ps", 0),
+    }, text_of(results)
+    cluster = configs[0][1]["cluster"]
+    assert {name: len(addrs) for name, addrs in cluster.items()} == {
+        "chief": 1,
+        "worker": 4,
+        "ps": 1,
+    }
+    assert all(c["cluster"] == cluster for _, c in configs.values())
+    assert "[rank=0] chief reached every server" in results[0].stdout  # node 1's workers too
+    # the chief's exit 0 ended node 0's gang, and node 0 ending ended node 1's workers
+    assert "rank 0 exited with code 0, which ends the gang" in results[0].stdout
+    assert "node 0's launcher (the chief's) ended, which ends the gang" in results[1].stdout
 
 
 def test_one_node_failing_exits_with_its_rank_s_code_and_global_rank(tmp_path: Path):

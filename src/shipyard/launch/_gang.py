@@ -251,17 +251,23 @@ class Gang:
         ends_with: int | None = None,
         first_rank: int = 0,
         world_size: int | None = None,
+        ranks: list[int] | None = None,
+        ends_when: Callable[[], str | None] | None = None,
     ) -> None:
         self.command = command
-        # Ranks are numbered globally (a multi-node trial's node k starts at k * local slots).
-        self.first_rank = first_rank
+        # Ranks are numbered globally (a multi-node trial's node k starts at k * local slots);
+        # ``ranks`` names each process when they are not consecutive.
+        self.ranks = ranks or list(range(first_rank, first_rank + len(envs)))
         self.world_size = world_size
         self.envs = envs
         self.grace_s = grace_s
         self.out = out
-        # The rank whose exit 0 ends the gang (the others are stopped, the gang exits 0):
-        # tensorflow's --ps chief, whose workers and ps serve until they are stopped.
+        # The process (an index of envs) whose exit 0 ends the gang (the others are stopped,
+        # the gang exits 0): tensorflow's --ps chief, whose workers and ps serve until they
+        # are stopped. ``ends_when`` does the same when it returns why (the chief's node
+        # ended, for the other nodes' workers).
         self.ends_with = ends_with
+        self.ends_when = ends_when
         self.procs: list[subprocess.Popen] = []
         self._relays: list[threading.Thread] = []
         self._signals = StopSignals()
@@ -278,7 +284,7 @@ class Gang:
                 join_all(self._relays)
 
     def _start(self) -> int | None:
-        for rank, env in enumerate(self.envs, start=self.first_rank):
+        for rank, env in zip(self.ranks, self.envs, strict=True):
             try:
                 proc = subprocess.Popen(
                     self.command,
@@ -307,7 +313,7 @@ class Gang:
                 self._stop_all(f"the launcher got {self._signals.name}")
                 return EXIT_TERMINATED
             codes = [p.poll() for p in self.procs]
-            for rank, code in enumerate(codes, start=self.first_rank):
+            for rank, code in zip(self.ranks, codes, strict=True):
                 if code is not None and code != 0:
                     how = describe_exit(code)
                     self.out.say(f"rank {rank} {how}; stopping the gang")
@@ -317,13 +323,18 @@ class Gang:
             if all(code == 0 for code in codes):
                 return 0
             if self.ends_with is not None and codes[self.ends_with] == 0:
-                self._stop_all(f"rank {self.ends_with} exited with code 0, which ends the gang")
+                rank = self.ranks[self.ends_with]
+                self._stop_all(f"rank {rank} exited with code 0, which ends the gang")
+                return 0
+            why = self.ends_when() if self.ends_when is not None else None
+            if why is not None:
+                self._stop_all(f"{why}, which ends the gang")
                 return 0
             time.sleep(_POLL_S)
 
     def _stop_all(self, why: str) -> None:
         """SIGTERM to every rank still running, SIGKILL to those left after the grace."""
-        procs = enumerate(self.procs, start=self.first_rank)
+        procs = zip(self.ranks, self.procs, strict=False)  # the started ones
         running = [(r, p) for r, p in procs if p.poll() is None]
         if not running:
             return

@@ -9,8 +9,10 @@ with Keras" and "Parameter server training with ParameterServerStrategy")::
 
 with one free port per process on 127.0.0.1 (one machine) and the same "cluster" everywhere.
 On several nodes (SHIPYARD_NUM_NODES, see ``_gang``) the workers of every node are listed,
-each at its node's address, in global rank order, and worker I is global rank I; ``--ps`` is
-one node only (not supported yet on several).
+each at its node's address, in global rank order, and worker I is global rank I. With
+``--ps`` the chief and the ps run on node 0 (listed at its address) and every node runs its
+workers; the other nodes' workers are stopped when node 0's launcher ends (after its chief
+exited 0, or failed), and node 0 does not wait for them.
 
 - Default, for ``MultiWorkerMirroredStrategy``: N processes, one per slot of
   SHIPYARD_SLOT_IDS (or N CPU slots with ``--nproc N`` outside Shipyard), all of type
@@ -49,6 +51,7 @@ import os
 import shlex
 import socket
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -107,13 +110,23 @@ def split_ps(args: list[str]) -> tuple[int, list[str]]:
     return ps, kept + args[i:]
 
 
-def tasks_for(slots: list[_gang.Slot], ps: int, first: int = 0) -> list[Task]:
+def tasks_for(slots: list[_gang.Slot], ps: int, first: int = 0, servers: bool = True) -> list[Task]:
     """The gang in order: workers only; or with ps, the chief, the workers, the ps.
-    ``first``: the index of this node's first worker (its first global rank)."""
+    ``first``: the index of this node's first worker (its first global rank); ``servers``:
+    whether the chief and the ps run here (node 0 only)."""
     workers = [Task("worker", i, slot) for i, slot in enumerate(slots, start=first)]
-    if ps == 0:
+    if ps == 0 or not servers:
         return workers
     return [Task("chief", 0, None), *workers, *(Task("ps", j, None) for j in range(ps))]
+
+
+def labels_of(tasks: list[Task], ps: int, workers: int) -> list[int]:
+    """Each process's ``[rank=R]``: the worker index without ps; with ps the chief is 0, worker
+    I is 1 + I and ps J is 1 + workers + J (every node's processes numbered apart)."""
+    if ps == 0:
+        return [t.index for t in tasks]
+    first = {"chief": 0, "worker": 1, "ps": 1 + workers}
+    return [first[t.type] + t.index for t in tasks]
 
 
 def free_ports(count: int) -> list[int]:
@@ -134,13 +147,36 @@ def cluster_of(tasks: list[Task], ports: list[int]) -> dict[str, list[str]]:
     return cluster
 
 
-def nodes_cluster(layout: Layout) -> dict[str, list[str]]:
-    """Every node's workers, in node order: the global ranks are the worker indexes."""
-    workers = []
-    for peer in layout.peers:
+def nodes_cluster(layout: Layout, ps: int) -> dict[str, list[str]]:
+    """Every node's workers, in node order: the global ranks are the worker indexes. With ps,
+    the chief and the ps run on node 0."""
+
+    def at(peer: dict, port: int) -> str:
         host = f"[{peer['host']}]" if ":" in peer["host"] else peer["host"]  # an IPv6 address
-        workers += [f"{host}:{port}" for port in peer["ports"]]
-    return {"worker": workers}
+        return f"{host}:{port}"
+
+    workers = [at(peer, port) for peer in layout.peers for port in peer["ports"]]
+    if ps == 0:
+        return {"worker": workers}
+    node0 = layout.peers[0]
+    return {
+        "chief": [at(node0, node0["chief_port"])],
+        "worker": workers,
+        "ps": [at(node0, port) for port in node0["ps_ports"]],
+    }
+
+
+def meeting_ports(nodes: _nodes.Nodes | None, local: int, ps: int) -> dict | None:
+    """What the other nodes learn of this one at the meeting: its workers' ports, and on
+    node 0 with ps the chief's and the ps' ports."""
+    if nodes is None:
+        return None
+    servers = ps if nodes.rank == 0 and ps else -1
+    ports = _nodes.free_ports(local + 1 + servers, "")
+    extra: dict = {"ports": ports[:local]}
+    if servers >= 0:
+        extra.update(chief_port=ports[local], ps_ports=ports[local + 1 :])
+    return extra
 
 
 def process_envs(
@@ -151,9 +187,9 @@ def process_envs(
     layout: Layout | None = None,
 ) -> tuple[list[Task], list[dict[str, str]]]:
     layout = layout or Layout.one_node(len(slots))
-    tasks = tasks_for(slots, ps, layout.first_rank)
+    tasks = tasks_for(slots, ps, layout.first_rank, servers=layout.node_rank == 0)
     if layout.nodes > 1:
-        cluster = nodes_cluster(layout)
+        cluster = nodes_cluster(layout, ps)
     else:
         cluster = cluster_of(tasks, free_ports(len(tasks)))
     envs = []
@@ -201,20 +237,13 @@ def main() -> int:
         slots = _gang.slots_for(options, PROG, env)
         grace = _gang.grace_s(env)
         nodes = _nodes.from_env(env)
-        if nodes is not None and ps:
-            raise _gang.UsageError(
-                f"--ps on several nodes ({_nodes.NUM_NODES}={nodes.count}) is not supported "
-                "yet: run ParameterServerStrategy on one node, or drop --ps for "
-                "MultiWorkerMirroredStrategy"
-            )
     except _gang.UsageError as exc:
         print(f"{PROG}: {str(exc).replace(_gang.usage(PROG), USAGE)}", file=sys.stderr)
         return _gang.EXIT_USAGE
     env.setdefault("PYTHONUNBUFFERED", "1")  # output reaches the log as it is written
     out = _gang.Output(sys.stdout.buffer)
-    # The other nodes learn this node's workers' ports at the meeting; ctx.distributed's
-    # coordinator only when the workers are the ranks (not with --ps).
-    extra = {"ports": _nodes.free_ports(len(slots), "")} if nodes is not None else None
+    # ctx.distributed's coordinator only when the workers are the ranks (not with --ps).
+    extra = meeting_ports(nodes, len(slots), ps)
     meeting = _nodes.meet_or_exit(PROG, out, len(slots), env, extra, coordinator=ps == 0)
     if isinstance(meeting, int):
         return meeting
@@ -224,24 +253,36 @@ def main() -> int:
         tasks, envs = process_envs(slots, ps, env, meeting.dist_addr, layout)
         out.say(f"starting {len(envs)} process(es): {shlex.join(options.command)}")
         size = layout.world_size
-        first = layout.first_rank if ps == 0 else 0
-        described = (f"rank={r}: {describe(t, ps, size)}" for r, t in enumerate(tasks, first))
+        ranks = labels_of(tasks, ps, size)
+        described = (
+            f"rank={r}: {describe(t, ps, size)}" for r, t in zip(ranks, tasks, strict=True)
+        )
         out.say(", ".join(described))
+        chief = ps > 0 and layout.node_rank == 0
         gang = _gang.Gang(
             options.command,
             envs,
             grace,
             out,
-            ends_with=0 if ps else None,
-            first_rank=first,
+            ends_with=0 if chief else None,
+            ends_when=_chief_node_ended(meeting) if ps and not chief else None,
             world_size=size if ps == 0 else None,
+            ranks=ranks,
         )
         code = gang.run()
         if code == 0:
-            out.say("the chief exited with code 0" if ps else "all workers exited with code 0")
+            out.say("the chief exited with code 0" if chief else "all workers exited with code 0")
         return code
     finally:
-        meeting.finish(code)
+        # With ps the other nodes' workers serve until node 0 leaves: it does not wait.
+        meeting.finish(code, wait_s=0 if ps and meeting.layout.nodes > 1 else None)
+
+
+def _chief_node_ended(meeting: _nodes.Meeting) -> Callable[[], str | None]:
+    def ended() -> str | None:
+        return "node 0's launcher (the chief's) ended" if meeting.host_left() else None
+
+    return ended
 
 
 if __name__ == "__main__":
