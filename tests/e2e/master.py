@@ -1,4 +1,5 @@
-"""A real master in a subprocess, on a free port with a throwaway home, for tests."""
+"""A real master in a subprocess, on a free port with a throwaway home, for tests; and what
+the e2e tests of each backend's pool (Slurm, Ray, Kubernetes) submit and check alike."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import subprocess
 import sys
 import tarfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
 SHIPYARD = Path(sys.executable).parent / "shipyard"  # the installed command
+CODE = Path(__file__).parent / "trial_code"  # the tests' training scripts
+SINGLE = "{name: single, metric: val_loss}"
+PAUSABLE = "{steps: 30, ckpt_every: 5, sleep: 0.1}"  # long enough to pause at step 8
+PREEMPTED = "exited with code 0; preempted: resumes from its checkpoint"
 
 
 def free_port() -> int:
@@ -188,10 +194,86 @@ def two_rank_all_reduce(master: Master, config: str, code_dir: Path) -> dict:
     return trial
 
 
-def pause_then_resume(master: Master, exp_id: int, trial_id: int, timeout: float = 120) -> dict:
+@dataclass(frozen=True)
+class Pool:
+    """A resource pool the e2e tests run trial_code/steps.py on, with what every experiment
+    on it says besides (its image, its max_restarts)."""
+
+    name: str
+    image: str | None = None
+    max_restarts: int | None = None
+
+    def config(self, name: str, hparams: str, searcher: str = SINGLE, extra: str = "") -> str:
+        """An experiment of steps.py on this pool; ``extra``: more lines of config."""
+        lines = [
+            f"name: {name}",
+            "entrypoint: python3 steps.py",
+            f"hyperparameters: {hparams}",
+            f"searcher: {searcher}",
+            f"resources: {{resource_pool: {self.name}}}",
+        ]
+        if self.image:
+            lines.append(f"environment: {{image: {self.image}}}")
+        if self.max_restarts is not None:
+            lines.append(f"max_restarts: {self.max_restarts}")
+        return "\n".join(lines) + "\n" + extra
+
+    def start_trial(
+        self, master: Master, name: str, hparams: str, steps: int, extra: str = ""
+    ) -> tuple[dict, int]:
+        """A one-trial experiment on this pool and its trial's id, once it has trained
+        ``steps`` steps."""
+        exp = master.create(self.config(name, hparams, extra=extra), CODE)
+        trials = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")
+        trial_id = trials[0]["id"]
+        master.wait_for(
+            lambda: master.trial(trial_id)["steps_completed"] >= steps, timeout=60, what="steps"
+        )
+        return exp, trial_id
+
+
+def random_search(master: Master, pool: Pool, trials: int, timeout: float) -> list[dict]:
+    """A random search of ``trials`` trials at once on the pool, without restarts: 6 steps
+    each, a checkpoint and a validation every 3. Checks what holds on every backend: all
+    complete, one loss a step, each in one run on the pool's slots, its output in its log.
+    Returns the trials."""
+    searcher = f"{{name: random, metric: val_loss, max_trials: {trials}, "
+    searcher += f"max_concurrent_trials: {trials}}}"
+    exp = master.create(
+        replace(pool, max_restarts=0).config(
+            f"{pool.name}-random",
+            "{x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}",
+            searcher,
+        ),
+        CODE,
+    )
+    done = master.wait(exp["id"], timeout=timeout)
+    assert done["state"] == "COMPLETED"
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * trials
+    found = []
+    for summary in done["trials"]:
+        trial = master.trial(summary["id"])
+        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 7))
+        assert [s for s, _ in master.metrics(trial["id"], "validation", "val_loss")] == [3, 6]
+        [run] = trial["runs"]
+        assert run["slots"][0].startswith(f"{pool.name}/cpu")
+        assert run["ended_how"] == "exited with code 0; completed"
+        assert "finished" in master.logs(trial["id"])
+        found.append(trial)
+    return found
+
+
+def pause_then_resume(
+    master: Master,
+    exp_id: int,
+    trial_id: int,
+    first_run_ended: str = PREEMPTED,
+    timeout: float = 120,
+) -> dict:
     """Pause a running one-trial experiment, wait until the trial's run has ended, activate
     it again and wait until it completes; returns the trial. Checks what holds on every
-    backend: two runs, and one training loss a step, none lost or doubled."""
+    backend: two runs, the first ended as ``first_run_ended``, the second resumed from a
+    checkpoint, and one training loss a step, none lost or doubled."""
     master.http.post(f"/experiments/{exp_id}/pause").raise_for_status()
     master.wait_for(
         lambda: master.trial(trial_id)["runs"][0].get("ended_how"), timeout=60, what="the stop"
@@ -201,8 +283,25 @@ def pause_then_resume(master: Master, exp_id: int, trial_id: int, timeout: float
     trial = master.trial(trial_id)
     assert len(trial["runs"]) == 2, trial["runs"]
     assert trial["restarts"] == 0  # a pause is not a failure
+    assert trial["runs"][0]["ended_how"] == first_run_ended
+    assert rerun_from_checkpoint(master, trial) >= trial["hparams"]["ckpt_every"]
+    return trial
+
+
+def restart_master(master: Master, exp_id: int, trial_id: int, timeout: float = 120) -> dict:
+    """Stop the master while the trial runs and start it again: the new master re-attaches
+    the trial, which completes in its one run (never resumed from a checkpoint) with one
+    loss a step and its output in its log once, none lost or repeated. Returns the trial."""
+    master.stop()
+    master.start()
+    assert master.wait(exp_id, timeout=timeout)["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 1, trial["runs"]  # the same run, never relaunched
     steps = trial["hparams"]["steps"]
     assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, steps + 1))
+    logs = master.logs(trial_id)
+    assert not any(line.startswith("resumed from step") for line in logs)
+    assert logs.count("finished") == 1
     return trial
 
 
@@ -210,3 +309,15 @@ def resumed_from(master: Master, trial_id: int) -> int:
     """The step the trial's second run restored (tests/e2e/trial_code/steps.py prints it)."""
     line = next(line for line in master.logs(trial_id) if line.startswith("resumed from step"))
     return int(line.split()[-1])
+
+
+def rerun_from_checkpoint(master: Master, trial: dict) -> int:
+    """The step the trial's second run resumed from, having checked its training losses: one
+    a step, none lost or doubled; up to the checkpoint the first run's, after it the rerun's."""
+    resumed = resumed_from(master, trial["id"])
+    steps = trial["hparams"]["steps"]
+    losses = master.metrics(trial["id"], "training", "loss")
+    assert [s for s, _ in losses] == list(range(1, steps + 1))
+    runs = dict(master.metrics(trial["id"], "training", "run"))
+    assert runs[resumed] == 1 and runs[resumed + 1] == 2 and runs[steps] == 2, runs
+    return resumed

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from tests.doc_blocks import block_with
-from tests.e2e.master import Master, pause_then_resume, resumed_from, two_rank_all_reduce
+from tests.e2e import master as e2e
+from tests.e2e.master import CODE, Master
 from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
 
 pytestmark = pytest.mark.ray
 
-CODE = Path(__file__).parent / "trial_code"
-SINGLE = "{name: single, metric: val_loss}"
+RAY = e2e.Pool("ray")
 DOC = Path(__file__).resolve().parents[2] / "docs" / "backends" / "ray.md"
 
 
@@ -41,25 +41,6 @@ def master(ray_cluster: RayCluster, tmp_path_factory) -> Iterator[Master]:
     m = Master(home, config=doc_master_config(ray_cluster.address)).start()
     yield m
     m.stop()
-
-
-def steps_config(name: str, hparams: str, searcher: str, pool: str = "ray") -> str:
-    return f"""
-name: {name}
-entrypoint: python3 steps.py
-hyperparameters: {hparams}
-searcher: {searcher}
-resources: {{resource_pool: {pool}}}
-"""
-
-
-def start_trial(master: Master, name: str, hparams: str, steps: int) -> tuple[dict, int]:
-    """A one-trial experiment on the Ray pool, once it has trained ``steps`` steps."""
-    exp = master.create(steps_config(name, hparams, SINGLE), CODE)
-    trials = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")
-    trial_id = trials[0]["id"]
-    master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= steps, what="steps")
-    return exp, trial_id
 
 
 def keeper_of(trial_id: int) -> tuple[int, int]:
@@ -82,37 +63,19 @@ def test_a_random_search_runs_its_trials_as_ray_actors(master):
     pools = {p["name"]: p for p in json.loads(master.cli("pool", "list", "--json").stdout)}
     assert (pools["ray"]["type"], pools["ray"]["slots_total"]) == ("ray", HEAD_CPUS)
     assert (pools["ray"]["healthy"], pools["ray"]["problem"]) == (True, None)
-    exp = master.create(
-        steps_config(
-            "ray-random",
-            "{x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}",
-            "{name: random, metric: val_loss, max_trials: 4, max_concurrent_trials: 4}",
-        )
-        + "max_restarts: 0\n",
-        CODE,
-    )
-    done = master.wait(exp["id"], timeout=90)
-    assert done["state"] == "COMPLETED"
-    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 4
-    for summary in done["trials"]:
-        trial = master.trial(summary["id"])
-        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 7))
-        assert [s for s, _ in master.metrics(trial["id"], "validation", "val_loss")] == [3, 6]
+    for trial in e2e.random_search(master, RAY, trials=4, timeout=90):
         [run] = trial["runs"]
-        assert run["slots"][0].startswith("ray/cpu")
-        assert run["ended_how"] == "exited with code 0; completed"
         assert run["environment"]["actor"] == f"shipyard-ray-trial-{trial['id']}-run-1"
-        assert "finished" in master.logs(trial["id"])
 
 
 @pytest.mark.torch
 def test_a_two_slot_trial_runs_its_ranks_in_one_actor(master):
     config = doc_block("name: on-ray").replace("python3 train.py", "python3 all_reduce.py")
-    two_rank_all_reduce(master, config, CODE)
+    e2e.two_rank_all_reduce(master, config, CODE)
 
 
 def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
-    exp, trial_id = start_trial(
+    exp, trial_id = RAY.start_trial(
         master, "ray-killed", "{steps: 40, ckpt_every: 5, sleep: 0.1}", steps=12
     )
     keeper, worker = keeper_of(trial_id)
@@ -122,39 +85,22 @@ def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
     trial = master.trial(trial_id)
     assert len(trial["runs"]) == 2 and trial["state"] == "COMPLETED"
     assert not Path(f"/proc/{keeper}").exists(), "the first run's processes outlived the worker"
-    logs = master.logs(trial_id)
-    resumed = int(next(line for line in logs if line.startswith("resumed from step")).split()[-1])
-    assert resumed >= 10
-    # One loss a step, none lost or doubled; those after the checkpoint from the rerun.
-    losses = master.metrics(trial_id, "training", "loss")
-    assert [s for s, _ in losses] == list(range(1, 41))
-    runs = dict(master.metrics(trial_id, "training", "run"))
-    assert runs[resumed + 1] == 2 and runs[40] == 2
+    assert e2e.rerun_from_checkpoint(master, trial) >= 10
 
 
 def test_a_paused_trial_checkpoints_and_resumes_in_a_new_actor(master):
-    exp, trial_id = start_trial(master, "ray-paused", "{steps: 30, ckpt_every: 5, sleep: 0.1}", 8)
-    trial = pause_then_resume(master, exp["id"], trial_id)
-    assert trial["runs"][0]["ended_how"] == (
-        "exited with code 0; preempted: resumes from its checkpoint"
-    )
-    assert resumed_from(master, trial_id) >= 5
+    exp, trial_id = RAY.start_trial(master, "ray-paused", e2e.PAUSABLE, 8)
+    trial = e2e.pause_then_resume(master, exp["id"], trial_id)
     first, second = (run["environment"]["actor"] for run in trial["runs"])
     assert first.endswith("-run-1") and second.endswith("-run-2")
 
 
 def test_a_restarted_master_reattaches_a_running_ray_trial(master):
-    exp, trial_id = start_trial(
+    exp, trial_id = RAY.start_trial(
         master, "ray-reattach", "{steps: 30, ckpt_every: 5, sleep: 0.2}", steps=3
     )
     keeper, _ = keeper_of(trial_id)
-    master.stop()
-    master.start()
-    assert master.wait(exp["id"], timeout=90)["state"] == "COMPLETED"
-    trial = master.trial(trial_id)
-    assert len(trial["runs"]) == 1, trial["runs"]  # the same actor, never relaunched
-    assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, 31))
-    assert not any(line.startswith("resumed from step") for line in master.logs(trial_id))
+    e2e.restart_master(master, exp["id"], trial_id, timeout=90)  # the same actor, never relaunched
     assert not Path(f"/proc/{keeper}").exists()
 
 
@@ -169,7 +115,7 @@ def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path
         assert (ray["healthy"], ray["slots_total"]) == (False, 4)
         assert ray["problem"].startswith(f"Ray cluster at {dead} does not answer: "), ray
         # A trial for it is accepted and waits, saying why.
-        waiting = m.create(steps_config("to-dead", "{steps: 2}", SINGLE), CODE)
+        waiting = m.create(RAY.config("to-dead", "{steps: 2}"), CODE)
         jobs = m.wait_for(
             lambda: json.loads(m.cli("job", "list", "--json").stdout), what="the queued trial"
         )
@@ -178,10 +124,7 @@ def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path
         assert job["reason"].startswith(
             f"its pool 'ray' cannot run trials now: Ray cluster at {dead}"
         )
-        local = m.create(
-            steps_config("local", "{steps: 4, ckpt_every: 2}", SINGLE, "default"),
-            CODE,
-        )
+        local = m.create(e2e.Pool("default").config("local", "{steps: 4, ckpt_every: 2}"), CODE)
         assert m.wait(local["id"], timeout=60)["state"] == "COMPLETED"
     finally:
         m.stop()

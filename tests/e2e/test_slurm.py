@@ -6,17 +6,19 @@ not answer leaves the master running with the reason on its pool."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.doc_blocks import block_with
-from tests.e2e.master import Master, pause_then_resume, resumed_from, two_rank_all_reduce
+from tests.e2e import master as e2e
+from tests.e2e.master import CODE, Master
 from tests.fixtures.slurm import NODE_CPUS, SlurmCluster
 
 pytestmark = pytest.mark.slurm
 
-CODE = Path(__file__).parent / "trial_code"
+SLURM = e2e.Pool("slurm", max_restarts=0)
 DOC = Path(__file__).resolve().parents[2] / "docs" / "backends" / "slurm.md"
 
 
@@ -47,68 +49,28 @@ def slurm_jobs(cluster: SlurmCluster) -> dict[str, str]:
     return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
 
-def steps_config(name: str, hparams: str, searcher: str) -> str:
-    return f"""
-name: {name}
-entrypoint: python3 steps.py
-hyperparameters: {hparams}
-searcher: {searcher}
-resources: {{resource_pool: slurm}}
-max_restarts: 0
-"""
-
-
 def test_a_random_search_runs_its_trials_as_slurm_jobs(master, slurm_cluster):
     pools = {p["name"]: p for p in master.http.get("/resource-pools").json()}
     assert (pools["slurm"]["type"], pools["slurm"]["slots_total"]) == ("slurm", NODE_CPUS)
     assert (pools["slurm"]["healthy"], pools["slurm"]["problem"]) == (True, None)
-    exp = master.create(
-        steps_config(
-            "slurm-random",
-            "{x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}",
-            "{name: random, metric: val_loss, max_trials: 4, max_concurrent_trials: 4}",
-        ),
-        CODE,
-    )
-    done = master.wait(exp["id"], timeout=60)
-    assert done["state"] == "COMPLETED"
-    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 4
+    trials = e2e.random_search(master, SLURM, trials=4, timeout=60)
     jobs = slurm_jobs(slurm_cluster)
-    for summary in done["trials"]:
-        trial = master.trial(summary["id"])
-        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 7))
-        assert [s for s, _ in master.metrics(trial["id"], "validation", "val_loss")] == [3, 6]
-        [run] = trial["runs"]
-        assert run["slots"][0].startswith("slurm/cpu") and run["ended_how"] == (
-            "exited with code 0; completed"
-        )
+    for trial in trials:
         assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
-        assert "finished" in master.logs(trial["id"])
 
 
 @pytest.mark.torch
 def test_a_two_slot_trial_runs_its_ranks_in_one_slurm_job(master, slurm_cluster):
     # The doc's experiment, with a training script of the tests' own.
     config = doc_block("name: on-slurm").replace("python3 train.py", "python3 all_reduce.py")
-    trial = two_rank_all_reduce(master, config, CODE)
+    trial = e2e.two_rank_all_reduce(master, config, CODE)
     jobs = slurm_jobs(slurm_cluster)
     assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
 
 
 def test_a_job_slurm_requeues_resumes_from_its_checkpoint(master, slurm_cluster):
-    exp = master.create(
-        steps_config(
-            "slurm-requeued",
-            "{steps: 40, ckpt_every: 5, sleep: 0.1}",
-            "{name: single, metric: val_loss}",
-        ),
-        CODE,
-    )
-    trial_id = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")[0][
-        "id"
-    ]
-    master.wait_for(
-        lambda: master.trial(trial_id)["steps_completed"] >= 12, timeout=60, what="12 steps"
+    exp, trial_id = SLURM.start_trial(
+        master, "slurm-requeued", "{steps: 40, ckpt_every: 5, sleep: 0.1}", 12
     )
     job_name = f"shipyard-trial-{trial_id}-run-1"
     job_id = slurm_cluster.run("squeue", "--noheader", f"--name={job_name}", "--format=%i")
@@ -121,42 +83,16 @@ def test_a_job_slurm_requeues_resumes_from_its_checkpoint(master, slurm_cluster)
         "exited with code 0; completed",
     ]
     assert trial["restarts"] == 0  # the engine's preemption is not a failure
-    logs = master.logs(trial_id)
-    resumed_from = int(
-        next(line for line in logs if line.startswith("resumed from step")).split()[-1]
-    )
-    assert resumed_from >= 10
-    # One loss a step, none lost or doubled; those after the checkpoint from the rerun.
-    losses = master.metrics(trial_id, "training", "loss")
-    assert [s for s, _ in losses] == list(range(1, 41))
-    runs = dict(master.metrics(trial_id, "training", "run"))
-    assert runs[resumed_from] == 1 and runs[resumed_from + 1] == 2 and runs[40] == 2
+    assert e2e.rerun_from_checkpoint(master, trial) >= 10
     jobs = slurm_jobs(slurm_cluster)
     assert jobs[job_name] == "CANCELLED"  # Slurm's second copy never ran the trial
     assert jobs[f"shipyard-trial-{trial_id}-run-2"] == "COMPLETED"
 
 
-def start_trial(master: Master, name: str, hparams: str, steps: int, extra: str = "") -> tuple:
-    """A one-trial experiment on the Slurm pool, once it has trained ``steps`` steps."""
-    exp = master.create(
-        steps_config(name, hparams, "{name: single, metric: val_loss}") + extra, CODE
-    )
-    trials = master.wait_for(lambda: master.experiment(exp["id"])["trials"], what="the trial")
-    trial_id = trials[0]["id"]
-    master.wait_for(
-        lambda: master.trial(trial_id)["steps_completed"] >= steps, timeout=60, what="steps"
-    )
-    return exp, trial_id
-
-
 def test_a_paused_trial_checkpoints_and_resumes_in_a_new_job(master, slurm_cluster):
-    exp, trial_id = start_trial(master, "slurm-paused", "{steps: 30, ckpt_every: 5, sleep: 0.1}", 8)
-    trial = pause_then_resume(master, exp["id"], trial_id)
-    # The trial saw the pause through should_preempt(), left at a step and exited 0.
-    assert trial["runs"][0]["ended_how"] == (
-        "exited with code 0; preempted: resumes from its checkpoint"
-    )
-    assert resumed_from(master, trial_id) >= 5
+    exp, trial_id = SLURM.start_trial(master, "slurm-paused", e2e.PAUSABLE, 8)
+    # The trial sees the pause through should_preempt(), leaves at a step and exits 0.
+    e2e.pause_then_resume(master, exp["id"], trial_id)
     jobs = slurm_jobs(slurm_cluster)
     assert jobs[f"shipyard-trial-{trial_id}-run-1"] == "COMPLETED"
     assert jobs[f"shipyard-trial-{trial_id}-run-2"] == "COMPLETED"
@@ -165,18 +101,19 @@ def test_a_paused_trial_checkpoints_and_resumes_in_a_new_job(master, slurm_clust
 def test_a_trial_that_ignores_the_pause_is_stopped_by_scancel_and_resumes(master, slurm_cluster):
     # It never looks at should_preempt(): after preemption_timeout the master stops its job
     # with scancel --signal=TERM, and the next run resumes from its latest checkpoint.
-    exp, trial_id = start_trial(
+    exp, trial_id = SLURM.start_trial(
         master,
         "slurm-scancel",
         "{steps: 30, ckpt_every: 5, sleep: 0.1, ignore_preempt: true}",
         8,
         extra="preemption_timeout: 1\n",
     )
-    trial = pause_then_resume(master, exp["id"], trial_id)
-    assert trial["runs"][0]["ended_how"] == (
-        "killed by signal 15; preempted: resumes from its checkpoint"
+    e2e.pause_then_resume(
+        master,
+        exp["id"],
+        trial_id,
+        first_run_ended="killed by signal 15; preempted: resumes from its checkpoint",
     )
-    assert resumed_from(master, trial_id) >= 5
     assert "preempted at step" not in " ".join(master.logs(trial_id))
 
 
@@ -195,8 +132,8 @@ def test_a_master_whose_slurm_cluster_does_not_answer_starts_and_says_why(slurm_
 
 
 def test_a_container_image_is_refused_at_submit_on_a_slurm_pool(master):
-    config = steps_config("in-a-container", "{steps: 2}", "{name: single, metric: val_loss}")
-    r = master.post_experiment(config + "environment: {image: shipyard-test:py3}\n", CODE)
+    config = replace(SLURM, image="shipyard-test:py3").config("in-a-container", "{steps: 2}")
+    r = master.post_experiment(config, CODE)
     assert r.status_code == 422, r.text
     (detail,) = r.json()["error"]["details"]
     assert detail["path"] == "environment.image"

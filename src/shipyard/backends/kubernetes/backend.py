@@ -11,7 +11,6 @@ so a restarted master neither loses nor repeats a line.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -32,8 +31,7 @@ from shipyard.backends.base import (
 from shipyard.backends.health import BackgroundProbe
 from shipyard.backends.kubernetes.cluster import Cluster, ClusterError, PodState
 from shipyard.backends.kubernetes.options import KubernetesOptions
-from shipyard.backends.logfile import read_lines
-from shipyard.common.files import write_atomically
+from shipyard.backends.logfile import LogMirror, Source, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +55,7 @@ class KubernetesBackend(Backend, LogSource):
         self._lock = threading.Lock()
         self._verdicts: dict[str, RunState] = {}  # ended runs: poll is idempotent and cheap
         self._terminated: set[str] = set()
-        self._mirror_locks: dict[str, threading.Lock] = {}
+        self._logs = LogMirror()  # a Pod's log is read whole
         self._slots: list[Slot] = []
         self._problem: str | None = None  # why there is no cluster object at all
         self.cluster: Cluster | None = None
@@ -125,9 +123,7 @@ class KubernetesBackend(Backend, LogSource):
             host_network=self.options.host_network or cluster.needs_host_network,
         )
         log_path = spec.log_path or str(Path(spec.workdir) / "trial.log")
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        for stale in (Path(log_path), _offsets_path(log_path)):
-            stale.unlink(missing_ok=True)  # a run of the same name from before: start clean
+        self._logs.start(log_path)  # a run of the same name from before: start clean
         cluster.create(manifests)
         engine = "podman kube play" if self.options.engine == "podman" else "kubernetes"
         return Handle(
@@ -227,42 +223,22 @@ class KubernetesBackend(Backend, LogSource):
 
     def _mirror(self, run: str, groups: int, log_path: str, final: bool) -> None:
         """Append what each group's Pod printed since the last time to the run's log."""
-        with self._lock:
-            lock = self._mirror_locks.setdefault(run, threading.Lock())
-        with lock:
-            offsets_file = _offsets_path(log_path)
+        self._logs.copy_lines(log_path, [self._pod_log(run, g) for g in range(groups)], final)
+
+    def _pod_log(self, run: str, group: int) -> Source:
+        """The log of the run's Pod of this group, from an offset on."""
+
+        def read(offset: int) -> bytes | None:
             try:
-                offsets = json.loads(offsets_file.read_text())
-            except (OSError, ValueError):
-                offsets = {}
-            new: list[bytes] = []
-            for group in range(groups):
-                try:
-                    text = self._require_cluster().logs(run, group)
-                except ClusterError:
-                    continue
-                start = int(offsets.get(str(group), 0))
-                raw = text[start:]
-                if not final:
-                    raw = raw[: raw.rfind(b"\n") + 1]  # whole lines only
-                if raw:
-                    offsets[str(group)] = start + len(raw)
-                    # A last line without a newline stays a line of its own in the log.
-                    new.append(raw if raw.endswith(b"\n") else raw + b"\n")
-            if not new:
-                return
-            with open(log_path, "ab") as f:
-                f.write(b"".join(new))
-            # After the lines: a crash in between repeats them at most, never loses them.
-            write_atomically(offsets_file, json.dumps(offsets))
+                return self._require_cluster().logs(run, group)[offset:]
+            except ClusterError:
+                return None
+
+        return read
 
 
 def _run(handle: Handle) -> str:
     return handle.data["kubernetes"]["run"]
-
-
-def _offsets_path(log_path: str) -> Path:
-    return Path(f"{log_path}.offsets")
 
 
 def _make_cluster(options: KubernetesOptions, engine_env: Mapping[str, str] | None) -> Cluster:

@@ -23,9 +23,7 @@ killed as soon as the exit is known (that frees the slots).
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -41,13 +39,12 @@ from shipyard.backends.base import (
     Slot,
     TrialLaunchSpec,
 )
-from shipyard.backends.logfile import read_lines
+from shipyard.backends.logfile import LogMirror, Source, read_lines
 from shipyard.backends.ray import protocol
 from shipyard.backends.ray.client import DriverProcess, DriverUnavailable, RemoteError
 from shipyard.backends.ray.options import RayOptions
 from shipyard.backends.ray.runner import MAX_READ
 from shipyard.common.errors import NotSupportedYet
-from shipyard.common.files import write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +71,7 @@ class RayBackend(Backend, LogSource):
         self._slots: list[Slot] = []
         self._verdicts: dict[str, RunState] = {}  # ended runs: poll stays idempotent
         self._unknown_since: dict[str, float] = {}  # runs whose cluster does not answer
-        self._mirror_locks: dict[str, threading.Lock] = {}
+        self._logs = LogMirror(window=MAX_READ)  # a node's log is read in windows
         self._connect()  # bounded; never raises: an unreachable cluster is a health problem
 
     # -- the driver process ------------------------------------------------------------------
@@ -184,9 +181,8 @@ class RayBackend(Backend, LogSource):
             )
         count = len(spec.slots)
         actor = f"shipyard-{self.pool}-trial-{spec.trial_id}-run-{spec.run_id}"
-        mirror = Path(spec.log_path or Path(spec.workdir) / "trial.log")
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        mirror.write_bytes(b"")  # the node's log is copied here from offset 0
+        mirror = str(Path(spec.log_path or Path(spec.workdir) / "trial.log"))
+        self._logs.start(mirror)  # the node's log is copied here from offset 0
         args = {
             "actor": actor,
             "pg": f"{actor}-slots",
@@ -196,7 +192,7 @@ class RayBackend(Backend, LogSource):
             "argv": spec.argv,
             "env": spec.env,
             "workdir": spec.workdir,
-            "skip": [str(mirror)],
+            "skip": [mirror],
             "config_path": spec.env.get("SHIPYARD_EXPERIMENT_CONFIG"),
             "slot_kind": self.options.slot_type,
             "slots": count,
@@ -233,7 +229,7 @@ class RayBackend(Backend, LogSource):
             "node_id": first["node_id"],
             "log": first["log"],
             "exit_file": first["exit_file"],
-            "log_path": str(mirror),
+            "log_path": mirror,
             "worker_pid": first["worker_pid"],
             "cwd": first["cwd"],
             Handle.ENVIRONMENT: environment,
@@ -325,53 +321,24 @@ class RayBackend(Backend, LogSource):
     def _mirror(self, handle: Handle, final: bool) -> None:
         """Append what the node's log has beyond the master's copy (all of it when final).
         Several nodes: whole lines of each, their offsets kept beside the copy."""
-        actor = handle.data["actor"]
-        lock = self._mirror_locks.setdefault(actor, threading.Lock())
         mirror = handle.data["log_path"]
-        members = self._members(handle)
-        with lock:
-            if len(members) == 1:
-                self._mirror_one(members[0], mirror, final)
-                return
-            offsets_file = Path(f"{mirror}.offsets")
-            offsets = _read_offsets(offsets_file, len(members))
-            for index, member in enumerate(members):
-                offsets[index] = self._mirror_lines(member, mirror, offsets[index], final)
-            write_atomically(offsets_file, json.dumps(offsets))
+        sources = [self._node_log(member) for member in self._members(handle)]
+        if len(sources) == 1:
+            self._logs.copy_bytes(mirror, sources[0], final)
+        else:
+            self._logs.copy_lines(mirror, sources, final)
 
-    def _mirror_one(self, member: dict[str, Any], mirror: str, final: bool) -> None:
-        while True:
-            size = os.path.getsize(mirror) if os.path.exists(mirror) else 0
-            try:
-                answer = self._call("read_log", member=member, offset=size)
-            except (DriverUnavailable, RemoteError):
-                return  # the master's copy is all there is for now
-            data = protocol.from_b64(answer["data"])
-            if data:
-                with open(mirror, "ab") as f:
-                    f.write(data)
-            if not data or not final:
-                return
+    def _node_log(self, member: dict[str, Any]) -> Source:
+        """The member's log on its node, read through the driver."""
 
-    def _mirror_lines(self, member: dict[str, Any], mirror: str, offset: int, final: bool) -> int:
-        """Whole lines only (a line of one node never splits one of another), but all of it
-        when final; returns the member's new offset."""
-        while True:
+        def read(offset: int) -> bytes | None:
             try:
                 answer = self._call("read_log", member=member, offset=offset)
             except (DriverUnavailable, RemoteError):
-                return offset
-            data = raw = protocol.from_b64(answer["data"])
-            if not final and (b"\n" in raw or len(raw) < MAX_READ):  # a full window: whole
-                data = raw[: raw.rfind(b"\n") + 1]
-            elif final and data and not data.endswith(b"\n"):
-                data += b"\n"  # the last line of this node, before the next node's
-            if data:
-                with open(mirror, "ab") as f:
-                    f.write(data)
-                offset = min(offset + len(data), answer["offset"])
-            if not data or not final:
-                return offset
+                return None
+            return protocol.from_b64(answer["data"])
+
+        return read
 
     def close(self) -> None:
         with self._lock:
@@ -389,11 +356,3 @@ def _grace_s(env: dict[str, str]) -> float:
     except ValueError:
         return _GANG_GRACE_S
     return value if value >= 0 else _GANG_GRACE_S
-
-
-def _read_offsets(path: Path, count: int) -> list[int]:
-    try:
-        offsets = json.loads(path.read_text())
-    except (OSError, ValueError):
-        offsets = []
-    return [int(o) for o in offsets] if len(offsets) == count else [0] * count
