@@ -87,6 +87,15 @@ def test_windows_are_read_to_the_end_when_final_and_a_full_one_without_newline_i
     assert open(log, "rb").read() == b"\r50%x\n\r60%\nyyy\nzzz\n"
 
 
+def test_a_final_copy_keeps_a_line_a_window_cuts_whole(tmp_path):
+    log = str(tmp_path / "trial.log")
+    mirror = LogMirror(window=8)
+    mirror.start(log)
+    a, b = Printed(b"a1\nlong line\nend", window=8), Printed(b"b1\n", window=8)
+    mirror.copy_lines(log, [a, b], final=True)
+    assert open(log, "rb").read() == b"a1\nlong line\nend\nb1\n"
+
+
 def test_sources_read_whole_are_read_once(tmp_path):
     log = str(tmp_path / "trial.log")
     source = Printed(b"one\ntwo")

@@ -90,22 +90,25 @@ class LogMirror:
                 write_atomically(offsets_file, json.dumps(offsets))
 
     def _copy_source(self, source: Source, offset: int, final: bool, log: BinaryIO) -> int:
-        """Append the source's new lines to ``log``; returns its new offset."""
+        """Append the source's new lines to ``log``; returns its new offset. A final copy
+        reads on until the source is empty and ends its last line with a newline (before
+        the next source's); a line a window cuts in two is read again whole."""
+        line_open = False  # a full window without a newline was copied: end it at the end
         while True:
             data = source(offset)
-            if data is None:
+            if not data:  # None: unreadable for now; b"": nothing new
+                if final and line_open:
+                    log.write(b"\n")
                 return offset
-            if not final:
-                data = _whole_lines(data, self.window)
-            taken = len(data)
-            if final and data and not data.endswith(b"\n"):
-                # The last line of this source, before the next source's (a line that the end
-                # of a window cuts is ended there too).
-                data += b"\n"
-            if data:
-                log.write(data)
-                offset += taken
-            if not data or not final or self.window is None:
+            whole = _whole_lines(data, self.window)
+            if final and (not whole or self.window is None):  # all there is of the source
+                log.write(data if data.endswith(b"\n") else data + b"\n")
+                return offset + len(data)
+            if whole:
+                log.write(whole)
+                offset += len(whole)
+                line_open = not whole.endswith(b"\n")
+            if not whole or not final:
                 return offset
 
     def _lock_of(self, log_path: str) -> threading.Lock:
