@@ -1,7 +1,7 @@
 """The reads the web UI makes most stay a fixed number of queries however many experiments
 and trials there are: the experiment list (once a few queries per experiment) and an
 experiment's curves (one query for every trial's points, and only the live trials' once
-the ended ones' curves are kept). On a real SQLite file, with the master's own write path
+the ended ones' curves are stored). On a real SQLite file, with the master's own write path
 for the metrics."""
 
 from __future__ import annotations
@@ -9,13 +9,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import delete, event, select
 
 from shipyard.common import api
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import experiments, metric_series, metrics, views
-from shipyard.server.services.curve_cache import CurveCache
+from shipyard.server.services import experiments, metric_series, metrics, stored_curves, views
 
 
 @pytest.fixture
@@ -115,43 +114,83 @@ def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of
     assert by_trials[0].best_validation is None and by_trials[0].best_trial_id is None
 
 
-def curves(db, exp_id: int, cache: CurveCache) -> list[api.Curve]:
+def curves(db, exp_id: int) -> list[api.Curve]:
+    """As GET .../curves does: read, then store the ended trials' curves computed."""
     with db.read() as s:
         found = metric_series.curves(
-            exp_id, name="loss", group="training", max_points=10, cache=cache, session=s
+            exp_id, name="loss", group="training", max_points=10, session=s
         )
-    return [api.Curve.model_validate_json(data) for data in found]
+    with db.write() as s:
+        stored_curves.save(found.to_store, session=s)
+    return [api.Curve.model_validate_json(data) for data in found.bodies]
+
+
+def forget_stored_curves(db) -> None:
+    with db.write() as s:
+        s.execute(delete(orm.StoredCurve))
 
 
 def test_an_experiments_curves_take_the_same_queries_for_2_trials_as_for_40(db):
     small, large = add_experiment(db, 2), add_experiment(db, 40)
     with counted(db) as few:
-        assert len(curves(db, small, CurveCache())) == 2
+        assert len(curves(db, small)) == 2
     with counted(db) as many:
-        found = curves(db, large, CurveCache())
+        found = curves(db, large)
     assert len(found) == 40
-    assert len(many) == len(few) <= 3  # the metric's key, the trials, every trial's points
+    # reading: the metric's key, the trials, the stored curves, every trial's points;
+    # storing: a delete and an insert
+    assert len(many) == len(few) <= 6
     assert all(len(s.steps) == len(s.values) <= 10 for s in found)
 
 
-def test_ended_trials_curves_are_kept_and_a_live_trials_curve_is_read_anew(db):
+def test_ended_trials_curves_are_stored_and_a_live_trials_curve_is_read_anew(db):
     exp_id = add_experiment(db, 6)
     with db.write() as s:
         trials = select(orm.Trial).where(orm.Trial.experiment_id == exp_id)
         live = s.scalars(trials.order_by(orm.Trial.id)).first()
         live.state, live.run_id = "RUNNING", 1
         live_id = live.id
-    cache = CurveCache()
-    first = curves(db, exp_id, cache)
+    first = curves(db, exp_id)
     with db.write() as s:  # the live trial reports on, and far beyond its earlier steps
         reporting = metrics.reporting_trial(live_id, session=s)
         report = {"group": "training", "steps_completed": 500, "metrics": {"loss": 42.0}}
         metrics.ingest(reporting, 1, [report], keys=metrics.MetricKeyCache(), session=s)
     with counted(db) as statements:
-        second = curves(db, exp_id, cache)
-    assert second == curves(db, exp_id, CurveCache())  # what a cold read says
+        second = curves(db, exp_id)
+    assert not any(q.startswith(("INSERT", "DELETE")) for q in statements)  # nothing new
+    forget_stored_curves(db)
+    assert second == curves(db, exp_id)  # what a read from the points says
     assert second[0].trial_id == live_id
     assert (second[0].steps[-1], second[0].values[-1]) == (500, 42.0)
     assert second[1:] == first[1:]
     points_query = next(q for q in statements if "metric_points" in q)
     assert "trials" not in points_query  # only the live trial's points were read
+
+
+def test_an_experiments_trials_take_the_same_queries_for_2_trials_as_for_40(db):
+    small, large = add_experiment(db, 2), add_experiment(db, 40)
+    with db.read() as s:
+        exps = [experiments.get(exp_id, session=s) for exp_id in (small, large)]
+    with counted(db) as few, db.read() as s:
+        assert len(views.experiment_trials(exps[0], session=s)) == 2
+    with counted(db) as many, db.read() as s:
+        assert len(views.experiment_trials(exps[1], session=s)) == 40
+    assert len(many) == len(few) <= 2  # the trials' columns, their searcher metric
+
+
+def test_an_experiments_trials_read_as_rows_are_the_summaries_of_its_trial_objects(db):
+    exp_id = add_experiment(db, 5)
+    with db.write() as s:  # one waits for the searcher at a rung: end_reason reads more columns
+        waiting = s.scalars(select(orm.Trial).where(orm.Trial.experiment_id == exp_id)).first()
+        waiting.state, waiting.searcher_info = "PAUSED", {"rung": 2}
+        waiting.waiting_for_searcher, waiting.searcher_time, waiting.target_length = True, 8, 8
+    with db.read() as s:
+        exp = experiments.get(exp_id, session=s)
+        objects = s.scalars(
+            select(orm.Trial).where(orm.Trial.experiment_id == exp_id).order_by(orm.Trial.id)
+        )
+        from_objects = views.trial_summaries(exp, list(objects), session=s)
+        from_rows = views.experiment_trials(exp, session=s)
+    assert from_rows == from_objects
+    assert from_rows[0].end_reason == "waiting for the searcher at 8" and from_rows[0].rung == 2
+    assert [t.best_validation for t in from_rows] == [0, 2, 4, 1, 3]  # (i * 7) % 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from contextlib import asynccontextmanager
 
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             started_at=utcnow(),
         )
         orchestrator.start()
+        _freeze_startup_objects()
         try:
             yield
         finally:
@@ -85,6 +87,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ui.install(app)
     _install_error_handlers(app)
     return app
+
+
+def _freeze_startup_objects() -> None:
+    """Leave what the master has built so far (modules, schemas, the ORM's mappers: never
+    garbage) out of the garbage collector's full collections. Each walked all of it, 80 to
+    95 ms, about once in ten GET /experiments/{id} of 1,000 trials, and made its p95 (see
+    docs/ui.md, "At scale"); a full collection now takes a few ms."""
+    gc.collect()
+    gc.freeze()
 
 
 def _install_error_handlers(app: FastAPI) -> None:

@@ -133,6 +133,9 @@ class Trial(Base):
     # report or a heartbeat); run_error: what the current run said failed before it exited.
     last_heartbeat: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     run_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Migration 0007: bumped by every write of the trial's metric points, so a curve
+    # computed from older points (a StoredCurve of another version) is never served.
+    metrics_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TrialRun(Base):
@@ -198,6 +201,21 @@ class MetricSummary(Base):
     min_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     max: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_step: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class StoredCurve(Base):
+    """An ended trial's series of one metric downsampled to max_points (migration 0007),
+    kept so that an experiment's curves are not computed again from a million points,
+    after a master restart too. Its columns are api.Curve's steps and values, as JSON.
+    No foreign key, as for the points it is computed from (which have none either)."""
+
+    __tablename__ = "stored_curves"
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    max_points: Mapped[int] = mapped_column(Integer, primary_key=True)
+    metrics_version: Mapped[int] = mapped_column(Integer)  # the trial's, when computed
+    steps_json: Mapped[str] = mapped_column(Text)
+    values_json: Mapped[str] = mapped_column(Text)
 
 
 class Checkpoint(Base):

@@ -14,7 +14,6 @@ from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.pools import Pool
-from shipyard.server.services.curve_cache import CurveCache
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -32,7 +31,6 @@ class MasterState:
     default_pool: str  # for experiments that name no resources.resource_pool
     started_at: datetime
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
-    curves: CurveCache = field(default_factory=CurveCache)
     _searcher_by_experiment: dict[int, SearcherOptions] = field(default_factory=dict)
 
     def searcher_options(self, experiment_id: int, *, session: Session) -> SearcherOptions:

@@ -1,18 +1,28 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Response
+from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common import api
 from shipyard.server.routers.responses import json_list_response, json_response
-from shipyard.server.services import checkpoints, experiments, logs, metric_series, views
+from shipyard.server.services import (
+    checkpoints,
+    experiments,
+    logs,
+    metric_series,
+    stored_curves,
+    views,
+)
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["experiments"])
+log = logging.getLogger(__name__)
 
 
 @router.post(
@@ -173,11 +183,16 @@ def get_experiment_curves(
     max_points (its first and last points, and each part of its step range's min and max)."""
     with m.db.read() as s:
         experiments.get(exp_id, session=s)
-        return json_list_response(
-            metric_series.curves(
-                exp_id, name=name, group=group, max_points=max_points, cache=m.curves, session=s
-            )
+        found = metric_series.curves(
+            exp_id, name=name, group=group, max_points=max_points, session=s
         )
+    if found.to_store:  # ended trials' curves computed for the first time
+        try:
+            with m.db.write() as s:
+                stored_curves.save(found.to_store, session=s)
+        except DBAPIError:  # a full disk, say: answer all the same; the next request retries
+            log.warning("could not store experiment %s's curves", exp_id, exc_info=True)
+    return json_list_response(found.bodies)
 
 
 @router.get(

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from itertools import groupby
 from operator import itemgetter
+from typing import NamedTuple
 
 from sqlalchemy import Column, ColumnElement, select
 from sqlalchemy.orm import Session
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services.curve_cache import CurveCache
+from shipyard.server.services import stored_curves
 from shipyard.server.services.downsample import Point, downsample
 
 # The most points a series may be asked to keep (a request's max_points): more than any
@@ -28,6 +29,7 @@ MAX_POINTS = 100_000
 # The table's columns, not the mapped class's: a select of ORM attributes has its rows
 # go through the ORM's loading, which cost as much as reading them.
 _points = orm.MetricPoint.__table__.c
+_trials = orm.Trial.__table__.c
 
 _FEW = 500  # trial ids a curves query names one by one, at most
 
@@ -53,46 +55,58 @@ def series(
     ]
 
 
+class Curves(NamedTuple):
+    """An experiment's curves of one metric: each trial's api.Curve as JSON, by trial id,
+    and those computed for ended trials that were not stored (for stored_curves.save)."""
+
+    bodies: list[bytes]
+    to_store: list[stored_curves.Computed]
+
+
 def curves(
-    experiment_id: int,
-    *,
-    name: str,
-    group: str,
-    max_points: int,
-    cache: CurveCache,
-    session: Session,
-) -> list[bytes]:
-    """One metric of each trial of the experiment that reported it, by trial id: each an
-    api.Curve as JSON. Ended trials' curves come from the cache once computed; the
-    others' points are read in one query, however many trials there are."""
+    experiment_id: int, *, name: str, group: str, max_points: int, session: Session
+) -> Curves:
+    """One metric of each trial of the experiment that reported it. Ended trials' curves
+    come from stored_curves once computed; the others' points are read in one query,
+    however many trials there are."""
     keys = _keys(group, name, session)  # (name, group) is unique: one key or none
     if not keys:
-        return []
+        return Curves([], [])
     key_id = next(iter(keys))
-    t = orm.Trial
-    trials = session.execute(
-        select(t.id, t.state).where(t.experiment_id == experiment_id).order_by(t.id)
-    ).all()
-    ended = {trial_id for trial_id, state in trials if TrialState(state).terminal}
-    found: dict[int, bytes] = {}
-    for trial_id in ended:
-        cached = cache.get((trial_id, key_id, max_points))
-        if cached is not None:
-            found[trial_id] = cached
-    wanted = [trial_id for trial_id, _ in trials if trial_id not in found]
+    t = _trials
+    trials = (
+        session.connection()
+        .execute(
+            select(t.id, t.state, t.metrics_version)
+            .where(t.experiment_id == experiment_id)
+            .order_by(t.id)
+        )
+        .all()
+    )
+    # Versions are read before the points: a curve computed below is at least as new as
+    # the version it is stored with (on PostgreSQL each statement sees the latest commits).
+    ended = {trial_id: v for trial_id, state, v in trials if TrialState(state).terminal}
+    found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
+    wanted = [trial_id for trial_id, _, _ in trials if trial_id not in found]
+    to_store = []
     if wanted:
-        # The ids when they are few (live trials, once the cache is warm); else the
-        # experiment's trials, which also reads the cached ones' points, skipped below.
+        # The ids when they are few (live trials, once the ended ones' are stored); else
+        # the experiment's trials, which also reads the stored ones' points, skipped below.
         of_experiment = select(t.id).where(t.experiment_id == experiment_id)
         among = wanted if len(wanted) <= _FEW else of_experiment
         where = [_points.trial_id.in_(among), _points.key_id == key_id]
         read = dict(_read(_points.trial_id, where, max_points, session))
         for trial_id in wanted:
-            points = read.get(trial_id)
-            found[trial_id] = _curve_json(trial_id, points) if points else b""
+            found[trial_id] = _columns(read.get(trial_id, []))
             if trial_id in ended:
-                cache.put((trial_id, key_id, max_points), found[trial_id])
-    return [found[trial_id] for trial_id, _ in trials if found[trial_id]]
+                computed = (trial_id, key_id, max_points, ended[trial_id], found[trial_id])
+                to_store.append(stored_curves.Computed(*computed))
+    bodies = [
+        _curve_json(trial_id, found[trial_id])
+        for trial_id, _, _ in trials
+        if found[trial_id].steps != "[]"  # it has no point of the metric
+    ]
+    return Curves(bodies, to_store)
 
 
 def names(experiment_id: int, *, session: Session) -> list[api.MetricName]:
@@ -140,15 +154,17 @@ def _read(
         yield series_id, points if max_points is None else downsample(points, max_points)
 
 
-def _curve_json(trial_id: int, points: list[Point]) -> bytes:
-    """An api.Curve as JSON, written directly: a pydantic model per curve cost more than
-    reading its points. Values are finite or None (the store keeps no NaN)."""
-    curve = {
-        "trial_id": trial_id,
-        "steps": [s for s, _ in points],
-        "values": [v for _, v in points],
-    }
-    return json.dumps(curve, separators=(",", ":"), allow_nan=False).encode()
+def _columns(points: list[Point]) -> stored_curves.Columns:
+    """A series as api.Curve's columns, written directly: a pydantic model per curve cost
+    more than reading its points. Values are finite or None (the store keeps no NaN)."""
+    steps = json.dumps([s for s, _ in points], separators=(",", ":"))
+    values = json.dumps([v for _, v in points], separators=(",", ":"), allow_nan=False)
+    return stored_curves.Columns(steps, values)
+
+
+def _curve_json(trial_id: int, columns: stored_curves.Columns) -> bytes:
+    """An api.Curve as JSON, from its columns."""
+    return f'{{"trial_id":{trial_id},"steps":{columns.steps},"values":{columns.values}}}'.encode()
 
 
 def _series(trial_id: int, name: str, group: str, points: list[Point]) -> api.MetricSeries:

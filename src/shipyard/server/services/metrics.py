@@ -117,14 +117,15 @@ def ingest(
     if rows:
         session.execute(_upsert_points_stmt(session), list(rows.values()))
         _update_summaries(session, trial.id, list(rows.values()))
-    # One UPDATE: the furthest step so far, and the report counts as a heartbeat.
+    # One UPDATE: the furthest step so far, the report counts as a heartbeat, and new
+    # points make the trial's stored curves (stored_curves.py) out of date.
     top = max((step for _, step, _ in parsed), default=0)
-    furthest = case((orm.Trial.steps_completed < top, top), else_=orm.Trial.steps_completed)
-    session.execute(
-        update(orm.Trial)
-        .where(orm.Trial.id == trial.id)
-        .values(steps_completed=furthest, last_heartbeat=utcnow())
-    )
+    t = orm.Trial
+    furthest = case((t.steps_completed < top, top), else_=t.steps_completed)
+    changes = {"steps_completed": furthest, "last_heartbeat": utcnow()}
+    if rows:
+        changes["metrics_version"] = t.metrics_version + 1
+    session.execute(update(t).where(t.id == trial.id).values(changes))
     return [
         {"steps_completed": step, "metrics": values}
         for group, step, values in parsed

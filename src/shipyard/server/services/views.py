@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -35,28 +36,8 @@ def trial_summaries(
     for t in trials:
         own = sums.get(t.id, [])
         searcher_sum = next((m for m in own if m.name == metric and m.group == "validation"), None)
-        fields = dict(
-            id=t.id,
-            experiment_id=t.experiment_id,
-            request_id=t.request_id,
-            state=t.state,
-            hparams=t.hparams,
-            restarts=t.restarts,
-            run_id=t.run_id,
-            steps_completed=t.steps_completed,
-            searcher_metric=metric,
-            best_validation=searcher_sum.best if searcher_sum else None,
-            latest_validation=searcher_sum.last if searcher_sum else None,
-            latest_checkpoint=t.latest_checkpoint,
-            slots=list(t.slots or []),
-            started_at=t.started_at,
-            ended_at=t.ended_at,
-            rung=_rung(t.searcher_info),
-            searcher_info=t.searcher_info or {},
-            target_length=t.target_length,
-            parent_trial_id=t.parent_trial_id,
-            end_reason=end_reason(t),
-        )
+        best, last = (searcher_sum.best, searcher_sum.last) if searcher_sum else (None, None)
+        fields = _trial_fields(t, metric, best, last)
         out.append(
             api.TrialDetail(
                 **fields,
@@ -70,6 +51,33 @@ def trial_summaries(
             else api.TrialSummary(**fields)
         )
     return out
+
+
+def _trial_fields(t: Any, metric: str | None, best: float | None, last: float | None) -> dict:
+    """A TrialSummary's fields from `t`, an orm.Trial or a row of its columns, and its
+    searcher metric's best and latest values."""
+    return dict(
+        id=t.id,
+        experiment_id=t.experiment_id,
+        request_id=t.request_id,
+        state=t.state,
+        hparams=t.hparams,
+        restarts=t.restarts,
+        run_id=t.run_id,
+        steps_completed=t.steps_completed,
+        searcher_metric=metric,
+        best_validation=best,
+        latest_validation=last,
+        latest_checkpoint=t.latest_checkpoint,
+        slots=list(t.slots or []),
+        started_at=t.started_at,
+        ended_at=t.ended_at,
+        rung=_rung(t.searcher_info),
+        searcher_info=t.searcher_info or {},
+        target_length=t.target_length,
+        parent_trial_id=t.parent_trial_id,
+        end_reason=end_reason(t),
+    )
 
 
 def _runs(trial_id: int, session: Session) -> list[api.RunInfo]:
@@ -94,8 +102,9 @@ def _rung(info: dict | None) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def end_reason(trial: orm.Trial) -> str | None:
-    """Why a trial ended, in the words `experiment describe` shows."""
+def end_reason(trial: Any) -> str | None:
+    """Why a trial ended, in the words `experiment describe` shows (`trial`: an orm.Trial
+    or a row of its columns)."""
     state = TrialState(trial.state)
     if state == TrialState.COMPLETED:
         return "completed"
@@ -234,13 +243,63 @@ def _summary_fields(
     )
 
 
-def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[api.TrialSummary]:
-    rows = list(
-        session.scalars(
-            select(orm.Trial).where(orm.Trial.experiment_id == exp.id).order_by(orm.Trial.id)
-        )
+# The trial columns a TrialSummary shows, or end_reason reads. An experiment's trials are
+# read as rows of these: loading 1,000 ORM objects (every column, and their identity map)
+# cost more than the rest of GET /experiments/{id} together.
+_TRIAL_TABLE_COLUMNS = [
+    orm.Trial.__table__.c[name]
+    for name in (
+        "id",
+        "experiment_id",
+        "request_id",
+        "state",
+        "hparams",
+        "restarts",
+        "run_id",
+        "steps_completed",
+        "latest_checkpoint",
+        "slots",
+        "started_at",
+        "ended_at",
+        "searcher_info",
+        "target_length",
+        "parent_trial_id",
+        "exit_reason",
+        "waiting_for_searcher",
+        "searcher_time",
     )
-    return trial_summaries(exp, rows, session=session)
+]
+
+
+def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[api.TrialSummary]:
+    """The experiment's trials by id, in two queries: their columns, and the summary of
+    their searcher metric (not of every metric, which a TrialSummary does not show)."""
+    t = orm.Trial.__table__.c
+    conn = session.connection()
+    rows = conn.execute(
+        select(*_TRIAL_TABLE_COLUMNS).where(t.experiment_id == exp.id).order_by(t.id)
+    ).all()
+    searcher = _searcher(exp)
+    metric = searcher.get("metric")
+    values = _searcher_values(exp.id, metric, searcher.get("smaller_is_better", True), conn)
+    return [
+        api.TrialSummary(**_trial_fields(r, metric, *values.get(r.id, (None, None)))) for r in rows
+    ]
+
+
+def _searcher_values(
+    exp_id: int, metric: str | None, smaller_is_better: bool, conn: Connection
+) -> dict[int, tuple[float | None, float | None]]:
+    """Trial id -> (best, latest) value of the searcher metric, for the experiment's trials."""
+    ms, mk, t = orm.MetricSummary.__table__.c, orm.MetricKey.__table__.c, orm.Trial.__table__.c
+    key = select(mk.id).where(mk.name == metric, mk.group == "validation").scalar_subquery()
+    best = ms.min if smaller_is_better else ms.max
+    rows = conn.execute(
+        select(ms.trial_id, best, ms.last).where(
+            ms.key_id == key, ms.trial_id.in_(select(t.id).where(t.experiment_id == exp_id))
+        )
+    ).all()
+    return {trial_id: (best_value, last) for trial_id, best_value, last in rows}
 
 
 def experiment_detail(exp: orm.Experiment, *, session: Session) -> api.ExperimentDetail:
