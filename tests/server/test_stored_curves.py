@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
 
 from shipyard.common import api
 from shipyard.server import orm
@@ -103,6 +103,26 @@ def test_a_restarted_master_serves_the_curves_it_stored_without_the_points(db, d
         assert curves(master, exp["id"]) == before
     finally:
         master.stop()
+
+
+def test_whole_series_asked_for_are_not_stored(tmp_path):
+    """The rungs view reads whole series (max_points up to 100,000): computed each time,
+    or the table would hold every point a second time."""
+    url = f"sqlite:///{tmp_path / 'shipyard.db'}"
+    master = Master(tmp_path / "home", db_url=url).start()
+    db = Database(url)
+    try:
+        exp = master.create(CONFIG, CODE)
+        master.wait(exp["id"], timeout=90)
+        r = master.http.get(
+            f"/experiments/{exp['id']}/curves", params={**LOSS, "max_points": 100_000}
+        )
+        assert r.status_code == 200 and [len(c["steps"]) for c in r.json()] == [40] * 2, r.text
+        with db.read() as s:
+            assert s.scalar(select(func.count()).select_from(orm.StoredCurve)) == 0
+    finally:
+        master.stop()
+        db.close()
 
 
 def test_curves_that_cannot_be_stored_are_answered_all_the_same(tmp_path):

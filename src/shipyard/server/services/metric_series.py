@@ -25,6 +25,9 @@ from shipyard.server.services.downsample import Point, downsample
 # The most points a series may be asked to keep (a request's max_points): more than any
 # chart draws, and it bounds what one answer holds.
 MAX_POINTS = 100_000
+# The most points a stored curve keeps: a chart's curve. A larger ask (the ASHA rungs view
+# reads whole series) is computed each time, so the stored curves stay a few KB a trial.
+MAX_STORED_POINTS = 2_000
 
 # The table's columns, not the mapped class's: a select of ORM attributes has its rows
 # go through the ORM's loading, which cost as much as reading them.
@@ -98,7 +101,7 @@ def curves(
         read = dict(_read(_points.trial_id, where, max_points, session))
         for trial_id in wanted:
             found[trial_id] = _columns(read.get(trial_id, []))
-            if trial_id in ended:
+            if trial_id in ended and max_points <= MAX_STORED_POINTS:
                 computed = (trial_id, key_id, max_points, ended[trial_id], found[trial_id])
                 to_store.append(stored_curves.Computed(*computed))
     bodies = [
