@@ -1,13 +1,15 @@
 """The web UI at scale (issue 7): a database of 10,000 finished trials × 1,000 validation points
 (10 experiments of 1,000 trials), then the time of what the UI asks for:
 
+- how long a master started on that database takes to store every ended trial's curve in
+  the background, as the experiment page asks for it (workers/curve_keeper.py): a master
+  does this as trials end; one started on trials that ended before it does it at start;
 - the experiments list API (what `/` loads), the experiment API (1,000 trials) and the
   learning-curves API of one experiment (every trial's curve, downsampled on the server),
   each as p50/p95 over repeated requests;
 - the experiment page in Chromium: first contentful paint, and the time until its
-  learning-curve chart has drawn every trial's line: the first time it is ever shown (every
-  curve computed from the points, then stored), on a master started again (the stored
-  curves read back) and then once more, each in a fresh browser page.
+  learning-curve chart has drawn every trial's line: its first view once the curves are
+  stored, on a master started again, and then once more, each in a fresh browser page.
 
 Targets from the issue: API p95 under 100 ms, the page under 1.5 s. Prints one JSON object.
 
@@ -29,11 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 from _master import Master
 from _stats import percentile
+
+from shipyard.server.services.metric_series import chart_points
 
 CHART = "#curves-chart[data-series-count]"  # the experiment page's learning curves, drawn
 CHROMIUM_ARGS = [
@@ -163,17 +166,15 @@ def timed(api: httpx.Client, path: str, params: dict[str, Any], repeat: int) -> 
 
 def page_times(url: str, repeat: int) -> dict[str, Any]:
     """First contentful paint and the time until the curves chart has drawn, in a fresh
-    Chromium page each time (ms from navigation start), and the max_points the page asked
-    the curves for."""
+    Chromium page each time (ms from navigation start)."""
     from playwright.sync_api import sync_playwright
 
-    paints, charts, lines, asked = [], [], 0, []
+    paints, charts, lines = [], [], 0
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
             for _ in range(repeat):
                 page = browser.new_page()
-                page.on("request", lambda r: asked.append(r.url) if "/curves?" in r.url else None)
                 page.goto(url)
                 chart = page.wait_for_selector(CHART, timeout=60_000)
                 assert chart is not None
@@ -192,8 +193,27 @@ def page_times(url: str, repeat: int) -> dict[str, Any]:
         "chart_drawn_ms": round(statistics.median(charts)),
         "chart_drawn_max_ms": round(max(charts)),
         "lines_drawn": lines,
-        "curves_max_points": int(parse_qs(urlsplit(asked[0]).query)["max_points"][0]),
     }
+
+
+def stored_in_background(
+    db_path: Path, experiments: int, trials: int, timeout_s: float = 600
+) -> float:
+    """Seconds until every seeded trial has its val_loss curve stored at the size the page
+    asks (a master just started on the database stores them in the background)."""
+    size = chart_points(trials)
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout_s:
+        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30) as db:
+            (count,) = db.execute(
+                "SELECT count(*) FROM stored_curves JOIN metric_keys k ON k.id = key_id "
+                "WHERE k.name = 'val_loss' AND max_points = ?",
+                (size,),
+            ).fetchone()
+        if count >= experiments * trials:
+            return round(time.perf_counter() - started, 1)
+        time.sleep(0.5)
+    raise TimeoutError(f"the curves were not all stored within {timeout_s:g} s")
 
 
 def run(experiments: int, trials: int, points: int, repeat: int) -> dict[str, Any]:
@@ -212,17 +232,14 @@ def measure(
     seeded = seed(master.home / "shipyard.db", ids, trials, points)
     exp = ids[0]
     page_url = f"{master.url}/experiments/{exp}"
-    with master:  # no curve stored yet: the page's are computed from a million points
+    with master:  # the curves are stored in the background first, as trials end
+        backfill_s = stored_in_background(master.home / "shipyard.db", experiments, trials)
         first_page = page_times(page_url, 1)
-    with master:  # just started: the page's curves are the ones stored the first time
+    with master:  # just started: the page's curves are read back
         cold_page = page_times(page_url, 1)
     with master:  # again, for the APIs' first requests; then the same, repeated
         with httpx.Client(base_url=master.url + "/api/v1", timeout=60) as api:
-            curves_query = {
-                "name": "val_loss",
-                "group": "validation",
-                "max_points": cold_page["curves_max_points"],  # as the page asks
-            }
+            curves_query = {"name": "val_loss", "group": "validation"}  # as the page asks
             apis = {
                 "experiments_list": timed(api, "/experiments", {}, repeat),
                 "experiment": timed(api, f"/experiments/{exp}", {}, repeat),
@@ -233,6 +250,7 @@ def measure(
         "bench": "ui_scale",
         "seeded": seeded,
         "experiment_trials": trials,
+        "curves_stored_in_background_s": backfill_s,
         "api": apis,
         "page_first_view": first_page,
         "page_cold_master": cold_page,
@@ -240,6 +258,7 @@ def measure(
         "targets": {
             "api_p95_under_100ms": {name: f["p95_ms"] < 100 for name, f in apis.items()},
             "page_under_1500ms": warm_page["chart_drawn_ms"] < 1500,
+            "page_under_1500ms_first_view": first_page["chart_drawn_ms"] < 1500,
             "page_under_1500ms_cold_master": cold_page["chart_drawn_ms"] < 1500,
         },
     }

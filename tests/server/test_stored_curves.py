@@ -6,15 +6,20 @@ points again)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
-from sqlalchemy import delete, func, select, text
+from sqlalchemy import delete, func, select, text, update
 
 from shipyard.common import api
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import metrics
+from shipyard.server.services.metric_series import chart_points
+from shipyard.server.workers.curve_keeper import CurveKeeper
 from tests.e2e.master import Master
 from tests.server.test_fixed_queries import add_experiment
 from tests.server.test_fixed_queries import curves as read_curves
@@ -48,6 +53,26 @@ def db(db_url):
     database.migrate()
     yield database
     database.close()
+
+
+class Ended(NamedTuple):
+    master: Master
+    db: Database
+    experiment: dict  # as GET /experiments/{id} gives it once ended
+
+
+@pytest.fixture
+def ended(tmp_path) -> Iterator[Ended]:
+    """A real master on SQLite with CONFIG's experiment ended, and the master's database."""
+    url = f"sqlite:///{tmp_path / 'shipyard.db'}"
+    master = Master(tmp_path / "home", db_url=url).start()
+    db = Database(url)
+    try:
+        exp = master.create(CONFIG, CODE)
+        yield Ended(master, db, master.wait(exp["id"], timeout=90))
+    finally:
+        master.stop()
+        db.close()
 
 
 def curves(master: Master, exp_id: int) -> list[dict]:
@@ -105,46 +130,30 @@ def test_a_restarted_master_serves_the_curves_it_stored_without_the_points(db, d
         master.stop()
 
 
-def test_whole_series_asked_for_are_not_stored(tmp_path):
+def test_whole_series_asked_for_are_not_stored(ended):
     """The rungs view reads whole series (max_points up to 100,000): computed each time,
     or the table would hold every point a second time."""
-    url = f"sqlite:///{tmp_path / 'shipyard.db'}"
-    master = Master(tmp_path / "home", db_url=url).start()
-    db = Database(url)
-    try:
-        exp = master.create(CONFIG, CODE)
-        master.wait(exp["id"], timeout=90)
-        r = master.http.get(
-            f"/experiments/{exp['id']}/curves", params={**LOSS, "max_points": 100_000}
-        )
-        assert r.status_code == 200 and [len(c["steps"]) for c in r.json()] == [40] * 2, r.text
-        with db.read() as s:
-            assert s.scalar(select(func.count()).select_from(orm.StoredCurve)) == 0
-    finally:
-        master.stop()
-        db.close()
+    r = ended.master.http.get(
+        f"/experiments/{ended.experiment['id']}/curves", params={**LOSS, "max_points": 100_000}
+    )
+    assert r.status_code == 200 and [len(c["steps"]) for c in r.json()] == [40] * 2, r.text
+    with ended.db.read() as s:
+        stored = select(func.count()).where(orm.StoredCurve.max_points == 100_000)
+        assert s.scalar(stored) == 0
 
 
-def test_curves_that_cannot_be_stored_are_answered_all_the_same(tmp_path):
-    url = f"sqlite:///{tmp_path / 'shipyard.db'}"
-    master = Master(tmp_path / "home", db_url=url).start()
-    db = Database(url)
-    try:
-        exp = master.create(CONFIG, CODE)
-        done = master.wait(exp["id"], timeout=90)
-        with db.write() as s:  # every store fails, as on a full disk
-            s.execute(
-                text(
-                    "CREATE TRIGGER full_disk BEFORE INSERT ON stored_curves "
-                    "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
-                )
+def test_curves_that_cannot_be_stored_are_answered_all_the_same(ended):
+    with ended.db.write() as s:  # every store fails, as on a full disk
+        s.execute(
+            text(
+                "CREATE TRIGGER full_disk BEFORE INSERT ON stored_curves "
+                "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
             )
-        answer = curves(master, exp["id"])
-        assert [c["trial_id"] for c in answer] == sorted(t["id"] for t in done["trials"])
-        assert stored_trial_ids(db) == []
-    finally:
-        master.stop()
-        db.close()
+        )
+    answer = curves(ended.master, ended.experiment["id"])
+    trial_ids = sorted(t["id"] for t in ended.experiment["trials"])
+    assert [c["trial_id"] for c in answer] == trial_ids
+    assert stored_trial_ids(ended.db) == []
 
 
 def test_the_experiments_trials_are_what_each_trials_own_page_says(tmp_path):
@@ -205,3 +214,53 @@ def test_a_stored_curve_is_not_served_once_its_trial_has_new_points(db):
     assert (again[0].steps[-1], again[0].values[-1]) == (500, 42.0)
     assert again[1:] == first[1:]
     assert read_curves(db, exp_id) == again  # and the new curve is the one stored now
+
+
+def searcher_curves_stored(db: Database) -> dict[int, int]:
+    """Trial id -> max_points of its stored val_loss (validation) curve."""
+    sc, mk = orm.StoredCurve, orm.MetricKey
+    with db.read() as s:
+        rows = s.execute(
+            select(sc.trial_id, sc.max_points)
+            .join(mk, mk.id == sc.key_id)
+            .where(mk.name == "val_loss", mk.group == "validation")
+        )
+        return dict(rows.all())
+
+
+def test_the_master_stores_ended_trials_curves_before_a_page_asks(ended):
+    master, db = ended.master, ended.db
+    trial_ids = sorted(t["id"] for t in ended.experiment["trials"])
+    deadline = time.monotonic() + 30
+    while sorted(searcher_curves_stored(db)) != trial_ids and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # as the experiment page asks: its searcher metric, the points the master picks
+    assert searcher_curves_stored(db) == {t: chart_points(2) for t in trial_ids}
+    r = master.http.get(
+        f"/experiments/{ended.experiment['id']}/curves", params={"name": "val_loss"}
+    )
+    assert r.status_code == 200, r.text
+    for curve in r.json():
+        points = master.metrics(curve["trial_id"], "validation", "val_loss")
+        assert as_pairs(curve) == [list(p) for p in points] != []
+
+
+def test_the_keeper_stores_each_ended_trials_searcher_curve_once(db):
+    exp_id = add_experiment(db, 6)
+    with db.write() as s:  # ended as the master ends trials
+        of_experiment = orm.Trial.experiment_id == exp_id
+        s.execute(update(orm.Trial).where(of_experiment).values(ended_at=orm.utcnow()))
+        trial_ids = list(s.scalars(select(orm.Trial.id).where(of_experiment)))
+    keeper = CurveKeeper(db)
+    assert keeper.keep_up() >= 6  # (PostgreSQL's database is the session's: more may end)
+    assert keeper.keep_up() == 0  # looked at again (a trial may end late), nothing new
+    stored = searcher_curves_stored(db)
+    assert {t: stored.get(t) for t in trial_ids} == {t: chart_points(6) for t in trial_ids}
+
+
+@pytest.mark.parametrize(
+    ("trials", "points"),
+    [(1, 400), (500, 400), (501, 256), (1_000, 128), (10_000, 16), (1_000_000, 16)],
+)
+def test_a_chart_of_more_trials_keeps_fewer_points_a_trial(trials, points):
+    assert chart_points(trials) == points

@@ -105,9 +105,15 @@ class Shipyard:
         return experiments.unarchive_experiment(self.session, experiment_id)
 
     def curves(
-        self, experiment_id: int, name: str, *, group: str = "validation", max_points: int = 400
+        self,
+        experiment_id: int,
+        name: str,
+        *,
+        group: str = "validation",
+        max_points: int | None = None,
     ) -> list[Curve]:
-        """One metric of every trial of the experiment, each downsampled to max_points."""
+        """One metric of every trial of the experiment, each downsampled to max_points (by
+        default what the web UI's chart of all the trials draws)."""
         return experiments.get_experiment_curves(
             self.session, experiment_id, name, group=group, max_points=max_points
         )

@@ -94,10 +94,13 @@ def get_experiment_curves(
     name: str,
     *,
     group: str = "validation",
-    max_points: int = 400,
+    max_points: int | None = None,
 ) -> list[Curve]:
-    """One metric of every trial that reported it, each downsampled to max_points."""
-    params = {"name": name, "group": group, "max_points": max_points}
+    """One metric of every trial that reported it, each downsampled to max_points (None:
+    the master's choice for a chart of all the trials)."""
+    params: dict[str, str | int] = {"name": name, "group": group}
+    if max_points is not None:
+        params["max_points"] = max_points
     items = session.get(f"/experiments/{experiment_id}/curves", params=params)
     return [Curve.model_validate(item) for item in items]
 

@@ -32,6 +32,7 @@ from shipyard.server.routers import (
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.state import MasterState
+from shipyard.server.workers.curve_keeper import CurveKeeper
 from shipyard.server.workers.orchestrator import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -69,10 +70,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             started_at=utcnow(),
         )
         orchestrator.start()
+        curve_keeper = CurveKeeper(db)
+        curve_keeper.start()
         _freeze_startup_objects()
         try:
             yield
         finally:
+            curve_keeper.stop()
             orchestrator.stop()
             db.close()
 

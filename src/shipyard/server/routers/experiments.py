@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common import api
@@ -22,7 +20,6 @@ from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["experiments"])
-log = logging.getLogger(__name__)
 
 
 @router.post(
@@ -174,8 +171,12 @@ def get_experiment_curves(
     exp_id: int,
     name: str = Query(..., min_length=1, description="the metric"),
     group: Literal["validation", "training"] = "validation",
-    max_points: int = Query(
-        400, ge=2, le=metric_series.MAX_POINTS, description="points per series at most"
+    max_points: int | None = Query(
+        None,
+        ge=2,
+        le=metric_series.MAX_POINTS,
+        description="points per series at most; by default what a chart of all the "
+        "experiment's trials draws: 400 up to 500 trials, then fewer (200,000 in all)",
     ),
     m: MasterState = Depends(master),
 ) -> Response:
@@ -186,12 +187,7 @@ def get_experiment_curves(
         found = metric_series.curves(
             exp_id, name=name, group=group, max_points=max_points, session=s
         )
-    if found.to_store:  # ended trials' curves computed for the first time
-        try:
-            with m.db.write() as s:
-                stored_curves.save(found.to_store, session=s)
-        except DBAPIError:  # a full disk, say: answer all the same; the next request retries
-            log.warning("could not store experiment %s's curves", exp_id, exc_info=True)
+    stored_curves.store(m.db, found.to_store, exp_id)  # ended trials' curves computed first now
     return json_list_response(found.bodies)
 
 

@@ -35,6 +35,23 @@ _points = orm.MetricPoint.__table__.c
 _trials = orm.Trial.__table__.c
 
 _FEW = 500  # trial ids a curves query names one by one, at most
+# What a chart of every trial of an experiment draws: about this many points in all, and at
+# most _CHART_MOST a trial.
+_CHART_BUDGET = 200_000
+_CHART_MOST = 400
+_CHART_LEAST = 16
+
+
+def chart_points(trial_count: int) -> int:
+    """The points a trial's curve keeps when a chart draws all `trial_count` of them: 400 up
+    to 500 trials, then a power of two (at least 16), so that the size, and with it the
+    stored curves, changes when the trial count doubles and not with every new trial."""
+    share = _CHART_BUDGET // max(1, trial_count)
+    if share >= _CHART_MOST:
+        return _CHART_MOST
+    if share <= _CHART_LEAST:
+        return _CHART_LEAST
+    return 1 << (share.bit_length() - 1)
 
 
 def series(
@@ -67,9 +84,10 @@ class Curves(NamedTuple):
 
 
 def curves(
-    experiment_id: int, *, name: str, group: str, max_points: int, session: Session
+    experiment_id: int, *, name: str, group: str, max_points: int | None, session: Session
 ) -> Curves:
-    """One metric of each trial of the experiment that reported it. Ended trials' curves
+    """One metric of each trial of the experiment that reported it, each downsampled to
+    max_points (None: chart_points of the experiment's trial count). Ended trials' curves
     come from stored_curves once computed; the others' points are read in one query,
     however many trials there are."""
     keys = _keys(group, name, session)  # (name, group) is unique: one key or none
@@ -86,6 +104,8 @@ def curves(
         )
         .all()
     )
+    if max_points is None:
+        max_points = chart_points(len(trials))
     # Versions are read before the points: a curve computed below is at least as new as
     # the version it is stored with (on PostgreSQL each statement sees the latest commits).
     ended = {trial_id: v for trial_id, state, v in trials if TrialState(state).terminal}

@@ -13,12 +13,17 @@ trial), its stored curves stop being served at once, with nothing to delete.
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 from sqlalchemy import bindparam, delete, insert, select
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from shipyard.server import orm
+from shipyard.server.db import Database
+
+log = logging.getLogger(__name__)
 
 # The table's columns: rows, not ORM objects, for a thousand curves at a time.
 _stored = orm.StoredCurve.__table__
@@ -94,3 +99,17 @@ def save(curves: list[Computed], *, session: Session) -> None:
             for c in curves
         ],
     )
+
+
+def store(db: Database, curves: list[Computed], experiment_id: int) -> int:
+    """Save the curves in a write transaction of their own; how many. A failure (a full
+    disk, say) is logged, not raised: the curves are computed again next time."""
+    if not curves:
+        return 0
+    try:
+        with db.write() as s:
+            save(curves, session=s)
+    except DBAPIError:
+        log.warning("could not store experiment %s's curves", experiment_id, exc_info=True)
+        return 0
+    return len(curves)

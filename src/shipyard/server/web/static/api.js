@@ -59,15 +59,6 @@ export const api = {
   pools: (signal) => get("/resource-pools", null, signal),
 };
 
-// Points a chart can draw: a budget of about 200,000 for all trials together, at most 400
-// a trial (the master downsamples each curve to this many, keeping minima and maxima).
-// Past 500 trials a power of two (at least 16): the master stores ended trials' curves by
-// max_points, so it should change when the trial count doubles, not with every new trial.
-export function pointsPerTrial(trialCount) {
-  const share = Math.floor(200000 / Math.max(1, trialCount));
-  return share >= 400 ? 400 : Math.max(16, 2 ** Math.floor(Math.log2(share)));
-}
-
 export function isAbort(error) {
   return error && error.name === "AbortError";
 }
