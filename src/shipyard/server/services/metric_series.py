@@ -84,12 +84,19 @@ class Curves(NamedTuple):
 
 
 def curves(
-    experiment_id: int, *, name: str, group: str, max_points: int | None, session: Session
+    experiment_id: int,
+    *,
+    name: str,
+    group: str,
+    max_points: int | None,
+    session: Session,
+    ended_only: bool = False,
 ) -> Curves:
     """One metric of each trial of the experiment that reported it, each downsampled to
     max_points (None: chart_points of the experiment's trial count). Ended trials' curves
     come from stored_curves once computed; the others' points are read in one query,
-    however many trials there are."""
+    however many trials there are. ``ended_only``: leave out the live trials (to store
+    the ended ones' curves, not to answer)."""
     keys = _keys(group, name, session)  # (name, group) is unique: one key or none
     if not keys:
         return Curves([], [])
@@ -110,7 +117,11 @@ def curves(
     # the version it is stored with (on PostgreSQL each statement sees the latest commits).
     ended = {trial_id: v for trial_id, state, v in trials if TrialState(state).terminal}
     found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
-    wanted = [trial_id for trial_id, _, _ in trials if trial_id not in found]
+    wanted = [
+        trial_id
+        for trial_id, _, _ in trials
+        if trial_id not in found and (trial_id in ended or not ended_only)
+    ]
     to_store = []
     if wanted:
         # The ids when they are few (live trials, once the ended ones' are stored); else
@@ -127,7 +138,7 @@ def curves(
     bodies = [
         _curve_json(trial_id, found[trial_id])
         for trial_id, _, _ in trials
-        if found[trial_id].steps != "[]"  # it has no point of the metric
+        if trial_id in found and found[trial_id].steps != "[]"  # no point of the metric
     ]
     return Curves(bodies, to_store)
 

@@ -79,6 +79,11 @@ class CurveKeeper:
             if not metric:
                 return 0
             found = metric_series.curves(
-                experiment_id, name=metric, group="validation", max_points=None, session=s
+                experiment_id,
+                name=metric,
+                group="validation",
+                max_points=None,
+                session=s,
+                ended_only=True,
             )
         return stored_curves.store(self.db, found.to_store, experiment_id)
