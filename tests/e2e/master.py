@@ -113,14 +113,15 @@ class Master:
         r.raise_for_status()
         return r.json()["id"]
 
-    def post_experiment(self, config_yaml: str, context_dir: Path | None) -> httpx.Response:
+    def post_experiment(
+        self, config_yaml: str, context_dir: Path | None, owner: str | None = None
+    ) -> httpx.Response:
         context_id = self.upload(context_dir) if context_dir is not None else None
-        return self.http.post(
-            "/experiments", json={"config_yaml": config_yaml, "context_id": context_id}
-        )
+        body = {"config_yaml": config_yaml, "context_id": context_id, "owner": owner}
+        return self.http.post("/experiments", json=body)
 
-    def create(self, config_yaml: str, context_dir: Path | None) -> dict:
-        r = self.post_experiment(config_yaml, context_dir)
+    def create(self, config_yaml: str, context_dir: Path | None, owner: str | None = None) -> dict:
+        r = self.post_experiment(config_yaml, context_dir, owner)
         assert r.status_code == 201, r.text
         return r.json()
 

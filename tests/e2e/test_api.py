@@ -74,6 +74,15 @@ def test_invalid_config_is_422_with_the_field_path(master):
     assert len(master.http.get("/experiments").json()) == count  # nothing stored
 
 
+@pytest.mark.parametrize("owner", ["", "x" * 129, 7])
+def test_a_bad_owner_is_400_naming_it_and_stores_nothing(master, owner):
+    count = len(master.http.get("/experiments").json())
+    r = master.http.post("/experiments", json={"config_yaml": GOOD, "owner": owner})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["details"][0]["path"] == "body.owner"
+    assert len(master.http.get("/experiments").json()) == count
+
+
 def test_missing_entrypoint_file_is_refused(master):
     ctx = master.http.post("/contexts", content=_tar({"other.py": b"print(1)"})).json()
     r = master.http.post("/experiments", json={"config_yaml": GOOD, "context_id": ctx["id"]})

@@ -3,6 +3,7 @@ a real master running real trials. Assertions are on exit codes and on what the 
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import pty
@@ -314,8 +315,9 @@ def test_experiment_list_and_describe_show_states_and_ids(shipyard, random_searc
     done_id, errored_id = random_search[1], errored[1]
 
     listed = {int(r[0]): r for r in table_rows(ok(shipyard("experiment", "list")).stdout)}
-    assert listed[done_id][1:3] == ["quadratic-random", "COMPLETED"]
-    assert listed[errored_id][1:3] == ["cli-crash", "ERRORED"]
+    me = getpass.getuser()  # the CLI says who submits: the login name
+    assert listed[done_id][1:4] == ["quadratic-random", me, "COMPLETED"]
+    assert listed[errored_id][1:4] == ["cli-crash", me, "ERRORED"]
 
     experiments = as_json(shipyard("experiment", "list", "--json"))
     ids = [e["id"] for e in experiments]
@@ -328,10 +330,11 @@ def test_experiment_list_and_describe_show_states_and_ids(shipyard, random_searc
     assert {e["state"] for e in only_errored} == {"ERRORED"}
 
     detail = as_json(shipyard("experiment", "describe", done_id, "--json"))
-    assert (detail["id"], detail["state"], detail["name"]) == (
+    assert (detail["id"], detail["state"], detail["name"], detail["owner"]) == (
         done_id,
         "COMPLETED",
         "quadratic-random",
+        me,
     )
     assert detail["num_trials"] == len(detail["trials"]) == 8
     assert {t["state"] for t in detail["trials"]} == {"COMPLETED"}

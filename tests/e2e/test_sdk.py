@@ -3,6 +3,7 @@ and the SDK snippets of README.md and docs/cli.md run as a user would run them."
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
@@ -81,6 +82,7 @@ def snippet_env(**extra: str) -> dict[str, str]:
 def test_create_experiment_and_wait(search):
     created, done = search
     assert created.name == "sdk-search" and created.context_id
+    assert created.owner == done.owner == getpass.getuser()  # who submitted it
     assert created.state in ("ACTIVE", "COMPLETED")
     assert (done.id, done.state, done.num_trials) == (created.id, "COMPLETED", 2)
     assert [t.state for t in done.trials] == ["COMPLETED", "COMPLETED"]

@@ -101,7 +101,8 @@ def test_archive_unarchive_and_list_all_from_the_command_line(master, running):
         result = master.cli("experiment", "list", *flags)
         assert result.returncode == 0, result.stderr
         cells = [line.split("│") for line in result.stdout.splitlines() if line.startswith("│")]
-        return {int(c[1]): c[3].strip() for c in cells if c[1].strip().isdigit()}
+        # ID, Name, Owner, State, ...
+        return {int(c[1]): c[4].strip() for c in cells if c[1].strip().isdigit()}
 
     assert running not in rows()
     assert rows("--all")[running] == "CANCELED (archived)"

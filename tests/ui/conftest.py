@@ -105,9 +105,9 @@ def site(tmp_path_factory):
     master = Master(base / "home", slots=2).start()
     live_id = None
     try:
-        asha = master.wait(master.create(asha_config(), QUADRATIC)["id"], timeout=120)
+        asha = master.wait(master.create(asha_config(), QUADRATIC, "ada")["id"], timeout=120)
         assert asha["state"] == "COMPLETED", asha
-        failed = master.wait(master.create(FAILING_CONFIG, CODE)["id"], timeout=60)
+        failed = master.wait(master.create(FAILING_CONFIG, CODE, "grace")["id"], timeout=60)
         assert failed["state"] == "ERRORED", failed
         inbox = base / "inbox"
         inbox.mkdir()

@@ -116,6 +116,19 @@ def test_filters_live_in_the_query_string(browser, site):
     assert page.locator("tbody tr[data-key]").count() == 1
 
 
+def test_the_experiments_of_one_user(browser, site):
+    page = browser.open("/", "tbody tr[data-key]")
+    page.get_by_label("User").select_option("ada")
+    page.wait_for_url(re.compile(r"\?user=ada$"))
+    rows = page.locator("tbody tr[data-key]")
+    assert rows.count() == 1 and "ada" in rows.first.inner_text()
+    page.reload()  # a shared link shows the same user's experiments
+    page.wait_for_selector("tbody tr[data-key]")
+    assert page.locator("tbody tr[data-key]").count() == 1
+    page.locator("tbody tr[data-key]").first.get_by_role("button", name="ada").click()
+    assert page.get_by_label("User").input_value() == "ada"
+
+
 def test_a_line_the_trial_prints_shows_in_its_logs_within_2_s(browser, site):
     trial_id = site.live_trials[0]
     page = browser.open(f"/trials/{trial_id}?tab=logs", ".log-line")

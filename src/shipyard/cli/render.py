@@ -91,7 +91,8 @@ def fields_table(rows: Iterable[tuple[str, Any]]) -> Table:
 
 def experiments_table(experiments: list[ExperimentSummary]) -> Table:
     table = Table(title=None)
-    for column in ("ID", "Name", "State", "Searcher", "Progress", "Trials", "Best", "Created"):
+    columns = ("ID", "Name", "Owner", "State", "Searcher", "Progress", "Trials", "Best", "Created")
+    for column in columns:
         table.add_column(
             column,
             justify="right" if column in ("ID", "Trials") else "left",
@@ -102,6 +103,7 @@ def experiments_table(experiments: list[ExperimentSummary]) -> Table:
             table,
             str(exp.id),
             exp.name,
+            exp.owner or "-",
             styled_state(exp.state) + (" (archived)" if exp.archived else ""),
             exp.searcher,
             f"{exp.progress:.0%}",

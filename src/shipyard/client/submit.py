@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 
 from shipyard.client.contexts import build_context, upload_context
@@ -38,5 +39,14 @@ def submit_experiment(
         config_yaml=read_config_text(config_path),
         context_id=uploaded.id,
         config_file=Path(config_path).name,
+        owner=login_name(),
     )
     return create_experiment(session, request)
+
+
+def login_name() -> str | None:
+    """Who is submitting: the login name (None when the system cannot say)."""
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no USER/LOGNAME and no passwd entry (some containers)
+        return None

@@ -40,6 +40,12 @@ class CreateExperimentRequest(BaseModel):
     config_yaml: str = Field(description="The experiment config as YAML (or JSON) text")
     context_id: str | None = Field(None, description="id returned by upload_context")
     config_file: str = Field("config.yaml", description="file name, for error messages")
+    owner: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="who submits it (the CLI and SDK send the login name)",
+    )
 
 
 class PreviewSearchRequest(BaseModel):
@@ -139,6 +145,7 @@ class ExperimentSummary(BaseModel):
     labels: list[str] = []
     workspace: str
     project: str
+    owner: str | None = None  # who submitted it (its login name), None if not said
     state: ExperimentState
     searcher: str
     metric: str

@@ -92,6 +92,9 @@ class Experiment(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # Migration 0006: hidden from experiment lists unless asked for (only ended ones).
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Who submitted it: the submitter's login name, as MLflow records a run's user, until
+    # the master has users of its own; None when the client did not say.
+    owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class Trial(Base):

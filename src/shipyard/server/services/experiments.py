@@ -64,6 +64,7 @@ def create(
         checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
         priority=config["resources"]["priority"],
         resource_pool=pool,
+        owner=req.owner,
     )
     session.add(exp)
     session.flush()

@@ -228,6 +228,7 @@ def _summary_fields(
         labels=exp.labels or [],
         workspace=workspace,
         project=exp.project,
+        owner=exp.owner,
         state=exp.state,
         searcher=searcher.get("name", ""),
         metric=searcher.get("metric", ""),

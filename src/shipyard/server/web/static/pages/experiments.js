@@ -20,7 +20,7 @@ function running(exp) {
 function matches(exp, text) {
   if (!text) return true;
   const needle = text.toLowerCase();
-  return [String(exp.id), exp.name, exp.description, exp.searcher, exp.workspace, ...(exp.labels || [])]
+  return [String(exp.id), exp.name, exp.description, exp.searcher, exp.workspace, exp.owner, ...(exp.labels || [])]
     .some((field) => (field || "").toLowerCase().includes(needle));
 }
 
@@ -31,6 +31,7 @@ export function mount(root) {
     state: params.get("state") || "",
     q: params.get("q") || "",
     label: params.get("label") || "",
+    user: params.get("user") || "",
     archived: params.get("archived") || "false",
   };
   let experiments = null;
@@ -59,7 +60,16 @@ export function mount(root) {
         render: (e) => (e.labels || []).map((label) =>
           h("button", { type: "button", class: "chip", title: `Show experiments labelled ${label}`, onclick: () => setFilter("label", label) }, label)),
       },
-      { key: "workspace", title: "Workspace", headerTitle: "Shipyard has no users yet: experiments belong to a workspace" },
+      {
+        key: "owner",
+        title: "User",
+        headerTitle: "Who submitted it: the login name the CLI or SDK sent",
+        render: (e) =>
+          e.owner
+            ? h("button", { type: "button", class: "chip", title: `Show experiments of ${e.owner}`, onclick: () => setFilter("user", e.owner) }, e.owner)
+            : h("span", { class: "muted" }, "—"),
+      },
+      { key: "workspace", title: "Workspace" },
       { key: "searcher", title: "Searcher" },
       {
         key: "best_validation",
@@ -69,7 +79,7 @@ export function mount(root) {
           e.best_validation === null || e.best_validation === undefined
             ? h("span", { class: "muted" }, "—")
             : h("span", { title: `${e.metric} (${e.smaller_is_better ? "smaller" : "larger"} is better), trial ${e.best_trial_id}` },
-                h("span", { class: "muted" }, `${e.metric} `), fmt.metric(e.best_validation)),
+                h("span", { class: "muted cell-note" }, e.metric), fmt.metric(e.best_validation)),
       },
       { key: "progress", title: "Progress", render: (e) => [progressBar(e.progress, `experiment ${e.id} progress`), " ", h("span", { class: "muted" }, fmt.percent(e.progress))] },
       {
@@ -98,6 +108,7 @@ export function mount(root) {
   const search = h("input", { type: "search", value: filters.q, placeholder: "name, id, label, searcher…", oninput: () => setFilter("q", search.value) });
   const stateSelect = select([["", "all"], ...STATES.map((s) => [s, s.toLowerCase()])], filters.state, { onchange: () => setFilter("state", stateSelect.value, true) });
   const labelSelect = select([["", "all"]], filters.label, { onchange: () => setFilter("label", labelSelect.value) });
+  const userSelect = select([["", "all"]], filters.user, { onchange: () => setFilter("user", userSelect.value) });
   const archivedSelect = select([["false", "hidden"], ["true", "only archived"], ["all", "shown"]], filters.archived, {
     onchange: () => setFilter("archived", archivedSelect.value, true),
   });
@@ -114,6 +125,7 @@ export function mount(root) {
       labeled("Search", search),
       labeled("State", stateSelect),
       labeled("Label", labelSelect),
+      labeled("User", userSelect),
       labeled("Archived", archivedSelect),
       clearButton,
     ),
@@ -125,18 +137,20 @@ export function mount(root) {
     filters[key] = value;
     updateQuery({ [key]: key === "archived" && value === "false" ? null : value });
     if (key === "label") labelSelect.value = value;
+    if (key === "user") userSelect.value = value;
     if (refetch) poller.kick(); // its answer shows
     else show();
   }
 
   function clearFilters() {
     const refetch = filters.state || filters.archived !== "false";
-    Object.assign(filters, { state: "", q: "", label: "", archived: "false" });
+    Object.assign(filters, { state: "", q: "", label: "", user: "", archived: "false" });
     search.value = "";
     stateSelect.value = "";
     labelSelect.value = "";
+    userSelect.value = "";
     archivedSelect.value = "false";
-    updateQuery({ state: null, q: null, label: null, archived: null });
+    updateQuery({ state: null, q: null, label: null, user: null, archived: null });
     if (refetch) poller.kick();
     else show();
   }
@@ -145,17 +159,25 @@ export function mount(root) {
     return h("span", null, "No experiment matches these filters. ", h("button", { type: "button", class: "button small", onclick: clearFilters }, "Clear filters"));
   }
 
+  // A select's options: "all" and every value the experiments have (and the chosen one).
+  function updateChoices(selectElement, values, chosen) {
+    const choices = [...new Set(values)].sort();
+    if (chosen && !choices.includes(chosen)) choices.unshift(chosen);
+    replace(selectElement, h("option", { value: "" }, "all"), choices.map((v) => h("option", { value: v, selected: v === chosen }, v)));
+  }
+
   function updateLabels() {
-    const labels = [...new Set(experiments.flatMap((e) => e.labels || []))].sort();
-    if (filters.label && !labels.includes(filters.label)) labels.unshift(filters.label);
-    replace(labelSelect, h("option", { value: "" }, "all"), labels.map((l) => h("option", { value: l, selected: l === filters.label }, l)));
+    updateChoices(labelSelect, experiments.flatMap((e) => e.labels || []), filters.label);
+    updateChoices(userSelect, experiments.map((e) => e.owner).filter(Boolean), filters.user);
   }
 
   function show() {
     if (!experiments) return;
-    // state and archived are the master's filters (refresh asks for them), these two ours.
-    const filtered = experiments.filter((e) => matches(e, filters.q) && (!filters.label || (e.labels || []).includes(filters.label)));
-    const unfiltered = !filters.q && !filters.label && !filters.state && filters.archived === "false";
+    // state and archived are the master's filters (refresh asks for them), these three ours.
+    const filtered = experiments.filter(
+      (e) => matches(e, filters.q) && (!filters.label || (e.labels || []).includes(filters.label)) && (!filters.user || e.owner === filters.user),
+    );
+    const unfiltered = !filters.q && !filters.label && !filters.user && !filters.state && filters.archived === "false";
     if (!experiments.length && unfiltered) {
       replace(body, emptyState("No experiments yet", "Submit one from a directory with your training code and its config:", SUBMIT));
       return;
