@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
+from shipyard.common.log_prefix import LAUNCHER, rank_prefix
+
 DEFAULT_GRACE_S = 10.0
 EXIT_USAGE = 2
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
@@ -209,7 +211,7 @@ class Output:
                 pass  # nowhere to write to: the ranks must still run and be stopped
 
     def say(self, message: str) -> None:
-        self.line(b"[launcher] ", message.encode("utf-8", errors="replace"))
+        self.line(LAUNCHER.encode(), message.encode("utf-8", errors="replace"))
 
 
 class StopSignals:
@@ -298,7 +300,7 @@ class Gang:
                 self._stop_all(f"rank {rank} did not start")
                 return EXIT_CANNOT_START
             self.procs.append(proc)
-            prefix = f"[rank={rank}] ".encode()
+            prefix = rank_prefix(rank).encode()
             for pipe in (proc.stdout, proc.stderr):
                 relay = threading.Thread(
                     target=_relay, args=(pipe, prefix, self.out), daemon=True, name=f"rank{rank}"
@@ -402,7 +404,7 @@ def tell_master(message: str) -> None:
         conn.getresponse().read()
         conn.close()
     except (OSError, http.client.HTTPException) as exc:
-        print(f"[launcher] could not tell the master why the gang failed: {exc}", file=sys.stderr)
+        print(f"{LAUNCHER}could not tell the master why the gang failed: {exc}", file=sys.stderr)
 
 
 def main(
@@ -431,9 +433,7 @@ def main(
         envs = build_envs(slots, env, layout)
         where = ",".join(s.id for s in slots)
         if layout.nodes > 1:
-            last = layout.first_rank + len(envs) - 1
-            where += f" (node {layout.node_rank} of {layout.nodes}: ranks "
-            where += f"{layout.first_rank}-{last} of {layout.world_size})"
+            where += f" ({layout.describe()})"
         out.say(f"starting {len(envs)} rank(s) on {where}: {shlex.join(options.command)}")
         gang = Gang(
             options.command,

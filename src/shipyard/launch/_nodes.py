@@ -85,6 +85,11 @@ class Layout:
     def world_size(self) -> int:
         return self.nodes * self.local_size
 
+    def describe(self) -> str:
+        """This node's place, for a launcher's log: node K of N: ranks A-B of W."""
+        first, last = self.first_rank, self.first_rank + self.local_size - 1
+        return f"node {self.node_rank} of {self.nodes}: ranks {first}-{last} of {self.world_size}"
+
     @classmethod
     def one_node(cls, local_size: int) -> Layout:
         return cls(1, 0, local_size, LOCALHOST, free_port())
@@ -291,16 +296,3 @@ class _Link:
             self.sock.close()
         except OSError:
             pass
-
-
-def free_ports(count: int, host: str) -> list[int]:
-    """``count`` distinct free ports of ``host`` ("": every interface), all held until the
-    last one is picked."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for sock in socks:
-            sock.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()

@@ -41,6 +41,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from shipyard.common.log_prefix import rank_prefix
 from shipyard.launch import _gang, _mpi_agent, _nodes, _procs
 from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV
 
@@ -152,7 +153,7 @@ class OutputServer:
             if hello[3].isdigit():
                 with self._lock:
                     self.pids[rank] = int(hello[3])
-            _gang._relay(stream, f"[rank={rank}] ".encode(), self.out)
+            _gang._relay(stream, rank_prefix(rank).encode(), self.out)
 
     def close(self, wait_s: float) -> None:
         """Stop accepting; give the output of ranks that exited ``wait_s`` to drain."""
@@ -405,11 +406,8 @@ def host_ranks(
     try:
         layout = meeting.layout
         output = f"{nodes.host}:{layout.peers[0]['output_port']}"
-        first, last = layout.first_rank, layout.first_rank + layout.local_size - 1
-        out.say(
-            f"node {layout.node_rank} of {layout.nodes}: ranks {first}-{last} of "
-            f"{layout.world_size} on {','.join(s.id for s in slots)}, started by node 0's mpirun"
-        )
+        where = ",".join(s.id for s in slots)
+        out.say(f"{layout.describe()} on {where}, started by node 0's mpirun")
         with _daemon_dirs() as dirs, _gang.StopSignals() as signals:
             host.env = {**ranks_env(env, slots, layout, meeting, output), **dirs}
             code = host.serve(signals, meeting.host_left, grace)

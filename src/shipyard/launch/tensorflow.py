@@ -129,13 +129,14 @@ def labels_of(tasks: list[Task], ps: int, workers: int) -> list[int]:
     return [first[t.type] + t.index for t in tasks]
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: all are held until the last one is picked."""
+def free_ports(count: int, host: str = HOST) -> list[int]:
+    """``count`` distinct free ports of ``host`` ("": every interface): all are held until
+    the last one is picked."""
     with ExitStack() as stack:
         ports = []
         for _ in range(count):
             sock = stack.enter_context(socket.socket())
-            sock.bind((HOST, 0))
+            sock.bind((host, 0))
             ports.append(int(sock.getsockname()[1]))
         return ports
 
@@ -172,7 +173,7 @@ def meeting_ports(nodes: _nodes.Nodes | None, local: int, ps: int) -> dict | Non
     if nodes is None:
         return None
     servers = ps if nodes.rank == 0 and ps else -1
-    ports = _nodes.free_ports(local + 1 + servers, "")
+    ports = free_ports(local + 1 + servers, "")
     extra: dict = {"ports": ports[:local]}
     if servers >= 0:
         extra.update(chief_port=ports[local], ps_ports=ports[local + 1 :])

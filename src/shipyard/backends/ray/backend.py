@@ -38,6 +38,7 @@ from shipyard.backends.base import (
     RunStatus,
     Slot,
     TrialLaunchSpec,
+    numbered_slots,
 )
 from shipyard.backends.logfile import LogMirror, Source, read_lines
 from shipyard.backends.ray import protocol
@@ -164,7 +165,7 @@ class RayBackend(Backend, LogSource):
         kind = self.options.slot_type
         device = f"ray:{self.options.address}"
         with self._lock:
-            self._slots = [Slot(f"{kind}{i}", kind, device, i) for i in range(answer["total"])]
+            self._slots = numbered_slots(kind, answer["total"], device)
             if not self._slots:
                 self._problem = f"the Ray cluster at {self.options.address} has no {kind.upper()}s"
 
