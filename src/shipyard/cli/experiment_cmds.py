@@ -178,10 +178,7 @@ def kill(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag 
 def archive(ctx: typer.Context, experiment_id: ExperimentId, json_output: JsonFlag = False) -> None:
     """Hide an ended experiment from `list` (nothing is deleted; `list --all` shows it)."""
     result = experiments.archive_experiment(open_session(ctx), experiment_id)
-    if json_output:
-        print_json(result)
-    else:
-        say(f"Experiment {result.id} is archived")
+    _report(result, json_output, "archived")
 
 
 @app.command()
@@ -190,10 +187,7 @@ def unarchive(
 ) -> None:
     """Show an archived experiment in `list` again."""
     result = experiments.unarchive_experiment(open_session(ctx), experiment_id)
-    if json_output:
-        print_json(result)
-    else:
-        say(f"Experiment {result.id} is no longer archived")
+    _report(result, json_output, "no longer archived")
 
 
 set_app = typer.Typer(no_args_is_help=True)
@@ -254,11 +248,12 @@ def _set(
         say(f"Experiment {result.id}: {given}")
 
 
-def _report(result, json_output: bool) -> None:
+def _report(result, json_output: bool, now: str | None = None) -> None:
+    """``now``: what the experiment now is, said instead of its state."""
     if json_output:
         print_json(result)
     else:
-        say(f"Experiment {result.id} is {result.state}")
+        say(f"Experiment {result.id} is {now or result.state}")
 
 
 @app.command()

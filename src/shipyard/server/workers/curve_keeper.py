@@ -65,9 +65,9 @@ class CurveKeeper:
             if self._stop.is_set():
                 return stored
             stored += self._store(experiment_id)
-        latest = [when for _, when in ended if when is not None]
-        if latest:
-            self._since = max([*latest, *([self._since] if self._since else [])])
+        if ended:  # each experiment's latest end (never None: ended ones only)
+            newest = max(when for _, when in ended)
+            self._since = newest if self._since is None else max(self._since, newest)
         return stored
 
     def _store(self, experiment_id: int) -> int:
