@@ -304,7 +304,8 @@ export class ScatterChart extends Plot {
     super(container, options);
     this.xName = options.xLabel;
     this.yName = options.yLabel;
-    this.describeX = options.describeX || ((x) => metric(x));
+    // A category axis has the categories at 0, 1, 2...: a point is named by its category.
+    this.describeX = options.categories ? (x) => options.categories[x] : (x) => metric(x);
     this.radius = options.radius || 4;
   }
 

@@ -154,10 +154,10 @@ export function tabPanel(active) {
 }
 
 // A list of facts: [[term, value], ...]; a null value leaves the fact out.
-export function facts(pairs, className = "facts") {
+export function facts(pairs) {
   return h(
     "dl",
-    { class: className },
+    { class: "facts" },
     pairs
       .filter(([, value]) => value !== null && value !== undefined && value !== "")
       .map(([term, value]) => h("div", null, h("dt", null, term), h("dd", null, value))),

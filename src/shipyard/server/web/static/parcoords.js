@@ -46,10 +46,14 @@ export class ParallelCoordinates {
 
   // Screen y of a value on axis i (null: missing).
   axisY(i, value) {
-    let at = this.axes[i].position(value);
-    if (at === null) return null;
-    if (i === this.axes.length - 1 && this.invertLast) at = 1 - at;
-    return MARGIN.top + (1 - at) * (this.height - MARGIN.top - MARGIN.bottom);
+    const at = this.axes[i].position(value);
+    return at === null ? null : this.positionY(i, at);
+  }
+
+  // Screen y of a position (0..1) on axis i: the last one upside down when smaller is better.
+  positionY(i, at) {
+    const up = i === this.axes.length - 1 && this.invertLast ? 1 - at : at;
+    return MARGIN.top + (1 - up) * (this.height - MARGIN.top - MARGIN.bottom);
   }
 
   context(canvas) {
@@ -118,8 +122,7 @@ export class ParallelCoordinates {
       const every = Math.max(1, Math.ceil(ticks.length / 8)); // at most 8 category labels
       ticks.forEach((tick, t) => {
         if (t % every) return;
-        const at = i === this.axes.length - 1 && this.invertLast ? 1 - tick.at : tick.at;
-        const y = MARGIN.top + (1 - at) * (this.height - MARGIN.top - MARGIN.bottom);
+        const y = this.positionY(i, tick.at);
         const last = i === this.axes.length - 1; // its labels go right, out of the lines' way
         ctx.textAlign = last ? "left" : "right";
         ctx.fillText(tick.label.length > 12 ? tick.label.slice(0, 11) + "…" : tick.label, last ? x + 5 : x - 5, y + 4);

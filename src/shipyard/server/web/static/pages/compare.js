@@ -95,7 +95,8 @@ export function createCompareView(panel, exp, ids, onClose) {
     charts.forEach((c) => c.destroy());
     charts = [];
     const pairs = new Map(all.map((s) => [`${s.group}\u0000${s.name}`, { group: s.group, name: s.name }]));
-    const keys = [...pairs.entries()].sort((a, b) => fmt.metricOrder(exp.metric)(a[1], b[1])).map(([key]) => key);
+    const order = fmt.metricOrder(exp.metric);
+    const keys = [...pairs.entries()].sort((a, b) => order(a[1], b[1])).map(([key]) => key);
     if (!keys.length) {
       replace(chartsBox, h("p", { class: "muted" }, "These trials have not reported any metric yet."));
       return;

@@ -86,7 +86,6 @@ export function createHparamsTab(panel, page) {
         yLabel: exp.metric,
         xLog: axis.log,
         categories: axis.numeric ? null : axis.categories,
-        describeX: axis.numeric ? undefined : (x) => axis.categories[x],
         ariaLabel: `Best ${exp.metric} against ${axis.name}, one point per trial`,
         onHover: (key) => highlightAll(key, chart),
         onClick,

@@ -78,12 +78,17 @@ function rungColumn(exp, rung, trials, values, unit) {
   );
 }
 
+// What the rungs show of the trials: a change loads the series again.
+function rungsKey(exp) {
+  return exp.trials.map((t) => `${t.id}:${t.rung}:${t.state}:${t.steps_completed}`).join(",");
+}
+
 export function createRungsTab(panel, page) {
   let exp = page.experiment;
   let shown = null;
 
   async function render(signal) {
-    shown = exp.trials.map((t) => `${t.id}:${t.rung}:${t.state}:${t.steps_completed}`).join(",");
+    shown = rungsKey(exp);
     if (!hasRungs(exp)) {
       replace(panel, emptyState("This search has no rungs", `The ${exp.searcher} searcher trains every trial to the end; ASHA, Hyperband and Optuna's ASHA pruner stop the worst early, and this view shows where.`));
       return;
@@ -91,10 +96,11 @@ export function createRungsTab(panel, page) {
     if (!panel.querySelector(".rungs")) replace(panel, loading("rungs"));
     const values = await valuesByTime(exp, signal);
     const unit = exp.config?.searcher?.time_metric || "steps";
-    const bracketViews = brackets(exp).map((bracket) => {
+    const all = brackets(exp);
+    const bracketViews = all.map((bracket) => {
       const trials = exp.trials.filter((t) => (t.searcher_info?.bracket ?? 0) === (bracket.bracket ?? 0));
       return h("div", { class: "card" },
-        brackets(exp).length > 1 ? h("h2", null, `Bracket ${bracket.bracket}`) : null,
+        all.length > 1 ? h("h2", null, `Bracket ${bracket.bracket}`) : null,
         h("div", { class: "rungs" }, bracket.rungs.map((rung) => rungColumn(exp, rung, trials, values, unit))));
     });
     replace(
@@ -112,8 +118,7 @@ export function createRungsTab(panel, page) {
   return {
     async update(next, signal) {
       exp = next;
-      const key = next.trials.map((t) => `${t.id}:${t.rung}:${t.state}:${t.steps_completed}`).join(",");
-      if (key !== shown) await render(signal);
+      if (rungsKey(next) !== shown) await render(signal);
     },
     destroy: () => controller.abort(),
   };

@@ -11,7 +11,6 @@ import { Poller } from "../poll.js";
 export function pollItem({ read, show, ended, headerBox, min }) {
   let lastText = null;
   let done = false;
-  let shown = false;
   const poller = new Poller(async (signal) => {
     const item = await read(signal);
     const text = JSON.stringify(item);
@@ -21,14 +20,13 @@ export function pollItem({ read, show, ended, headerBox, min }) {
     }
     await show(item, signal);
     lastText = text; // once shown: a failed show is tried again with the next answer
-    shown = true;
     done = ended(item);
     return true;
   }, {
     min,
     max: 15000,
     onError: (error, final) => {
-      if (!shown || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
+      if (lastText === null || final) replace(headerBox, errorBox(error), h("p", null, h("a", { href: "/" }, "Back to the experiments")));
     },
   });
   return poller.start(0);

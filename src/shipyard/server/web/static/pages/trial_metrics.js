@@ -6,21 +6,25 @@ import { api } from "../api.js";
 import { CurvesChart } from "../charts.js";
 import { curveOptions } from "../curve_options.js";
 import { PALETTE } from "../palette.js";
-import { h, replace, errorBox, loading, emptyState } from "../dom.js";
+import { h, replace, errorBox, loading, emptyState, simpleTable } from "../dom.js";
 import * as fmt from "../format.js";
 
 const POINTS = 1000;
 const GROUP_COLORS = { training: PALETTE[0], validation: PALETTE[1] };
 
 function summaryTable(metrics) {
-  return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
-    h("caption", { class: "visually-hidden" }, "Every metric the trial reported"),
-    h("thead", null, h("tr", null, ["Metric", "Group", "Points", "Last", "At step", "Min", "Max", "Best", "Best at step"].map((title, i) =>
-      h("th", { scope: "col", class: i >= 2 ? "num" : null }, title)))),
-    h("tbody", null, metrics.map((m) => h("tr", null,
-      h("td", null, m.name), h("td", null, m.group),
-      [fmt.integer(m.count), fmt.metric(m.last), fmt.integer(m.last_step), fmt.metric(m.min), fmt.metric(m.max), fmt.metric(m.best), fmt.integer(m.best_step)]
-        .map((v) => h("td", { class: "num" }, v)))))));
+  return simpleTable(
+    "Every metric the trial reported",
+    ["Metric", "Group", "Points", "Last", "At step", "Min", "Max", "Best", "Best at step"],
+    metrics.map((m) => [m.name, m.group, fmt.integer(m.count), fmt.metric(m.last), fmt.integer(m.last_step),
+      fmt.metric(m.min), fmt.metric(m.max), fmt.metric(m.best), fmt.integer(m.best_step)]),
+    { numeric: [2, 3, 4, 5, 6, 7, 8] },
+  );
+}
+
+// What the charts were loaded for: a new step, state or run loads them again.
+function progressKey(trial) {
+  return `${trial.steps_completed}:${trial.state}:${trial.run_id}`;
 }
 
 export function createMetricsTab(panel, page) {
@@ -42,7 +46,7 @@ export function createMetricsTab(panel, page) {
 
   async function load(signal) {
     const trial = page.trial;
-    shown = `${trial.steps_completed}:${trial.state}:${trial.run_id}`;
+    shown = progressKey(trial);
     replace(summaryBox, trial.metrics.length ? summaryTable(trial.metrics) : h("p", { class: "muted" }, "No metric reported yet."));
     series = await api.trialMetrics(trial.id, { max_points: POINTS }, signal);
     draw();
@@ -84,7 +88,7 @@ export function createMetricsTab(panel, page) {
   load().catch((error) => replace(chartsBox, errorBox(error)));
   return {
     async update(trial, signal) {
-      if (`${trial.steps_completed}:${trial.state}:${trial.run_id}` !== shown) await load(signal);
+      if (progressKey(trial) !== shown) await load(signal);
     },
     destroy: dropCharts,
   };
