@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 from _master import Master
+from _poll import poll
 from _stats import percentile
 
 from shipyard.server.services.metric_series import chart_points
@@ -202,18 +203,19 @@ def stored_in_background(
     """Seconds until every seeded trial has its val_loss curve stored at the size the page
     asks (a master just started on the database stores them in the background)."""
     size = chart_points(trials)
-    started = time.perf_counter()
-    while time.perf_counter() - started < timeout_s:
+
+    def all_stored() -> bool:
         with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30) as db:
             (count,) = db.execute(
                 "SELECT count(*) FROM stored_curves JOIN metric_keys k ON k.id = key_id "
                 "WHERE k.name = 'val_loss' AND max_points = ?",
                 (size,),
             ).fetchone()
-        if count >= experiments * trials:
-            return round(time.perf_counter() - started, 1)
-        time.sleep(0.5)
-    raise TimeoutError(f"the curves were not all stored within {timeout_s:g} s")
+        return count >= experiments * trials
+
+    started = time.perf_counter()
+    poll(all_stored, "stored curves", timeout_s=timeout_s, every_s=0.5)
+    return round(time.perf_counter() - started, 1)
 
 
 def run(experiments: int, trials: int, points: int, repeat: int) -> dict[str, Any]:

@@ -6,9 +6,7 @@ and a cluster it cannot reach."""
 from __future__ import annotations
 
 import json
-import textwrap
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -22,7 +20,7 @@ from shipyard.backends.kubernetes.manifests import build, pod_of, run_name
 from shipyard.backends.kubernetes.options import KubernetesOptions
 from shipyard.common.errors import ConfigError
 from shipyard.server.pools import load_master_config
-from tests.backends.test_contract import output, wait_exit, wait_output
+from tests.backends.test_contract import launch, output, wait_exit, wait_output
 from tests.doc_blocks import block_with
 from tests.fixtures.kubernetes import kubernetes_options
 
@@ -208,28 +206,6 @@ def test_a_cluster_without_configuration_is_a_health_problem_not_a_crash(tmp_pat
 # -- played by Podman ---------------------------------------------------------------------
 
 
-def launch_script(kubernetes_engine, backend, code: str, slots: int, argv=None):
-    name = f"k-{uuid.uuid4().hex[:8]}"
-    script = kubernetes_engine.workdir / f"{name}.py"
-    script.write_text(textwrap.dedent(code))
-    argv = argv or ["python3", str(script)]
-    spec = TrialLaunchSpec(
-        trial_id=1,
-        run_id=1,
-        argv=[a.replace("{script}", str(script)) for a in argv],
-        env={
-            "PYTHONUNBUFFERED": "1",
-            "CONTRACT_DIR": str(kubernetes_engine.workdir),
-            "CONTRACT_NAME": name,
-        },
-        workdir=str(kubernetes_engine.workdir),
-        slots=backend.capacity()[:slots],
-        image=kubernetes_engine.image,
-        log_path=str(kubernetes_engine.workdir / f"{name}.log"),
-    )
-    return backend.launch(spec), name
-
-
 @pytest.fixture
 def two_pod_backend(podman_env):
     backend = KubernetesBackend(
@@ -243,7 +219,7 @@ def two_pod_backend(podman_env):
 def test_a_gang_of_two_pods_meets_through_the_rendezvous_address(
     kubernetes_engine, two_pod_backend
 ):
-    handle, _ = launch_script(
+    handle, _ = launch(
         kubernetes_engine,
         two_pod_backend,
         """
@@ -266,7 +242,7 @@ def test_a_gang_of_two_pods_meets_through_the_rendezvous_address(
 def test_a_gang_whose_pod_fails_ends_with_its_code_and_stops_the_other(
     kubernetes_engine, two_pod_backend
 ):
-    handle, name = launch_script(
+    handle, name = launch(
         kubernetes_engine,
         two_pod_backend,
         """
@@ -300,7 +276,7 @@ def test_a_gang_whose_pod_fails_ends_with_its_code_and_stops_the_other(
 @pytest.mark.containers
 def test_a_restarted_master_neither_repeats_nor_loses_log_lines(kubernetes_engine, podman_env):
     first = KubernetesBackend(kubernetes_options(), pool="k8s", engine_env=podman_env)
-    handle, name = launch_script(
+    handle, name = launch(
         kubernetes_engine,
         first,
         """

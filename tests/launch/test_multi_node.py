@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from shipyard.common.ports import free_port_pair
-from tests.launch.launcher import by_rank, env_of, rank_env, script
+from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
 
 TORCH = "shipyard.launch.torch_distributed"
 TF = "shipyard.launch.tensorflow"
@@ -98,14 +98,9 @@ def finish_nodes(
 
 
 def run_nodes(
-    module: str,
-    args: list[str],
-    slots: list[str],
-    *,
-    extra: dict[str, str] | None = None,
-    timeout: float = 120,
+    module: str, args: list[str], slots: list[str], timeout: float = 120
 ) -> list[subprocess.CompletedProcess]:
-    return finish_nodes(start_nodes(module, args, slots, extra), timeout)
+    return finish_nodes(start_nodes(module, args, slots), timeout)
 
 
 def text_of(results: list[subprocess.CompletedProcess]) -> str:
@@ -201,13 +196,7 @@ def test_uneven_slots_are_refused_on_every_node(tmp_path: Path, module: str):
 def test_bad_multi_node_variables_are_one_line_and_exit_code_2(tmp_path, extra, message):
     env = env_of(SHIPYARD_SLOT_IDS="cpu0", **extra)
     for module in (TORCH, TF, MPI):
-        result = subprocess.run(
-            [sys.executable, "-m", module, "python3", "x.py"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = run_launcher(module, ["python3", "x.py"], env)
         assert result.returncode == 2, result.stdout + result.stderr
         assert len(result.stderr.splitlines()) == 1 and message in result.stderr
 
