@@ -19,7 +19,7 @@ PY_DIRS := src tests bench examples
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi slurm containers chromium test lint demo bench clean
+.PHONY: setup postgres-server openmpi slurm containers chromium web-check test lint demo bench clean
 
 setup: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) postgres-server slurm containers chromium
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
@@ -97,10 +97,18 @@ _apt:
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $(PACKAGES) \
 		>/dev/null
 
+# The web UI's modules: tsc on their JSDoc types, eslint, and node's tests of their pure
+# functions (web/package.json's scripts; npm ci ran in setup).
+web-check: $(WEB_VENDOR_STAMP)
+	npm run --prefix web --silent typecheck
+	npm run --prefix web --silent lint
+	npm run --prefix web --silent test
+
 test: setup
 	ruff check $(PY_DIRS)
 	lint-imports
 	mypy
+	$(MAKE) --no-print-directory web-check
 	@# A marker whose engine or extra is missing fails, saying why (tests/fixtures/require.py).
 	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider
 
@@ -109,6 +117,8 @@ lint: setup
 	ruff format --check $(PY_DIRS)
 	lint-imports
 	mypy
+	npm run --prefix web --silent typecheck
+	npm run --prefix web --silent lint
 
 demo: setup
 	examples/demo.sh

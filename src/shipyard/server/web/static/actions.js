@@ -1,3 +1,4 @@
+// @ts-check
 // Pause, activate, kill, archive: the buttons an experiment shows in its state.
 
 import { api } from "./api.js";
@@ -5,10 +6,18 @@ import { h } from "./dom.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERRORED"]);
 
+/** @param {string} state */
 export function isTerminal(state) {
   return TERMINAL.has(state);
 }
 
+/** @typedef {import("./api.js").ExperimentAction} ExperimentAction */
+/** @typedef {{id: number, name: string, state: string, archived?: boolean}} ExperimentRef */
+
+/**
+ * @param {ExperimentRef} exp
+ * @returns {ExperimentAction[]}
+ */
 function actionsFor(exp) {
   if (exp.archived) return ["unarchive"];
   if (exp.state === "ACTIVE") return ["pause", "kill"];
@@ -17,6 +26,7 @@ function actionsFor(exp) {
   return [];
 }
 
+/** @type {Record<ExperimentAction, [string, string]>} */
 const LABELS = {
   pause: ["Pause", "Running trials checkpoint and stop; activate resumes them"],
   activate: ["Activate", "Resume the experiment's trials"],
@@ -26,6 +36,11 @@ const LABELS = {
 };
 
 // onDone(action, result) after the master accepted it; onError(error) otherwise.
+/**
+ * @param {ExperimentRef} exp
+ * @param {{onDone?: (action: ExperimentAction, result: unknown) => void,
+ *          onError?: (error: unknown) => void, small?: boolean}} [options]
+ */
 export function experimentActions(exp, { onDone, onError, small = false } = {}) {
   return h(
     "span",

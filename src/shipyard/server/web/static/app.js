@@ -1,3 +1,4 @@
+// @ts-check
 // The web UI's entry point: which page a URL shows, the top bar, the theme.
 //
 // A page module exports mount(root, params) -> unmount(); it reads its query string
@@ -31,8 +32,12 @@ const notFound = {
   },
 };
 
-const main = () => document.getElementById("main");
+/** @typedef {{mount(root: HTMLElement, params: {id: number | null}): () => void}} Page */
+
+const main = () => /** @type {HTMLElement} */ (document.getElementById("main"));
+/** @type {(() => void) | null} */
 let unmount = null;
+/** @type {string | null} */
 let shownPath = null;
 
 function render() {
@@ -41,14 +46,16 @@ function render() {
   showIdle();
   const path = location.pathname;
   const route = ROUTES.find((r) => r.pattern.test(path));
-  for (const anchor of document.querySelectorAll("[data-nav]")) {
+  for (const anchor of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll("[data-nav]"))) {
     if (route && anchor.dataset.nav === route.nav) anchor.setAttribute("aria-current", "page");
     else anchor.removeAttribute("aria-current");
   }
   const root = main();
   root.replaceChildren();
-  const id = route ? Number(path.match(route.pattern)[1]) : null;
-  unmount = (route ? route.page : notFound).mount(root, { id });
+  const id = route ? Number(path.match(route.pattern)?.[1]) : null;
+  /** @type {Page} */
+  const page = route ? route.page : notFound;
+  unmount = page.mount(root, { id });
   // A new page (not a new query on the same page): bring the reader to its top.
   if (shownPath !== null && shownPath !== path) {
     window.scrollTo(0, 0);

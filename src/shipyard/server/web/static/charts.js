@@ -1,3 +1,4 @@
+// @ts-check
 // Charts drawn with uPlot (loaded as the global `uPlot` from /static/vendor): learning
 // curves (one line per trial, each with its own steps) and scatter plots. uPlot draws the
 // axes, the grid and the lines and zooms on a drag (double click: back); this module adds
@@ -9,10 +10,30 @@
 
 import { h } from "./dom.js";
 import { metric } from "./format.js";
+import { lowerBound, positiveOnly } from "./series.js";
 import { cssVar } from "./theme.js";
+
+/** @typedef {string | number} Key a line's or a point's trial (or group) */
+/** @typedef {{index: number, x: number, y: number | null, px: number, py: number}} Found */
+/**
+ * @typedef {object} PlotOptions
+ * @property {number} [height]
+ * @property {string} xLabel
+ * @property {string} yLabel
+ * @property {boolean} [xLog]
+ * @property {boolean} [yLog]
+ * @property {(key: Key | null) => void} [onHover]
+ * @property {(key: Key) => void} [onClick]
+ * @property {string} [ariaLabel]
+ * @property {string[] | null} [categories] a category x axis: these at 0, 1, 2...
+ * @property {number} [radius] of a scatter's points
+ */
 
 const HOVER_RADIUS = 10; // px: how close the pointer must be to a curve or point
 
+/** @typedef {{axis: string, grid: string, highlight: string, background: string}} Colors */
+
+/** @returns {Colors} */
 function themeColors() {
   return {
     axis: cssVar("--text-muted"),
@@ -22,7 +43,15 @@ function themeColors() {
   };
 }
 
+/**
+ * @param {Colors} colors
+ * @param {string} xLabel
+ * @param {string} yLabel
+ * @param {string[] | null | undefined} categories
+ * @returns {uPlot.Axis[]}
+ */
 function axes(colors, xLabel, yLabel, categories) {
+  /** @param {string} label @returns {uPlot.Axis} */
   const axis = (label) => ({
     label,
     stroke: colors.axis,
@@ -35,7 +64,7 @@ function axes(colors, xLabel, yLabel, categories) {
   if (categories) {
     // Categories sit at 0, 1, 2...: a tick on each, labelled with its value.
     x.incrs = [1];
-    x.values = (u, splits) => splits.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
+    x.values = (_u, splits) => splits.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
   }
   return [x, { ...axis(yLabel), size: 64 }];
 }
@@ -44,13 +73,21 @@ function axes(colors, xLabel, yLabel, categories) {
 // pointer picks is drawn on a canvas of its own over uPlot's, so hovering never redraws
 // the thousands of curves below (a full redraw of 10,000 takes about a second).
 class Plot {
+  /**
+   * @param {HTMLElement} container
+   * @param {PlotOptions} options
+   */
   constructor(container, { height = 320, xLabel, yLabel, xLog, yLog, onHover, onClick, ariaLabel, categories }) {
     this.container = container;
     this.height = height;
     this.onHover = onHover;
     this.onClick = onClick;
-    this.hovered = null; // {index, x, y, px, py} of the mark under the pointer (css px)
+    /** @type {Found | null} */
+    this.hovered = null; // the mark under the pointer (css px)
+    /** @type {Key | null} */
     this.highlighted = null; // key shown on top (from the pointer or from elsewhere)
+    /** @type {uPlot | null} */
+    this.plot = null;
     this.frame = 0;
     container.replaceChildren();
     container.classList.add("chart");
@@ -60,6 +97,7 @@ class Plot {
     this.layer = h("canvas", { class: "chart-layer", "aria-hidden": "true" });
     const colors = themeColors();
     this.colors = colors;
+    /** @type {uPlot.Options & {scales: {x: uPlot.Scale, y: uPlot.Scale}}} */
     this.options = {
       mode: 2,
       width: Math.max(200, container.clientWidth || 600),
@@ -72,7 +110,7 @@ class Plot {
           : { time: false, distr: xLog ? 3 : 1 },
         // A log axis spans at most 12 decades below its top (uPlot fails on a range
         // like 1e-31..10, and no one reads that many decades).
-        y: yLog ? { distr: 3, range: (u, min, max) => uPlot.rangeLog(Math.max(min, max * 1e-12), max, 10, true) } : { distr: 1 },
+        y: yLog ? { distr: 3, range: (_u, min, max) => uPlot.rangeLog(Math.max(min, max * 1e-12), max, 10, true) } : { distr: 1 },
       },
       axes: axes(colors, xLabel, yLabel, categories),
       hooks: {
@@ -93,13 +131,17 @@ class Plot {
     this.resize.observe(container);
   }
 
+  /**
+   * @param {uPlot.Series[]} series
+   * @param {uPlot.AlignedData} data
+   */
   build(series, data) {
     this.plot?.destroy();
     this.options.series = [{}, ...series];
-    this.plot = new uPlot(this.options, data, this.container);
-    this.plot.over.append(this.layer, this.tooltip);
-    this.plot.over.addEventListener("mouseleave", () => this.setHovered(null));
-    this.plot.over.addEventListener("click", () => {
+    const plot = (this.plot = new uPlot(this.options, data, this.container));
+    plot.over.append(this.layer, this.tooltip);
+    plot.over.addEventListener("mouseleave", () => this.setHovered(null));
+    plot.over.addEventListener("click", () => {
       if (this.hovered && this.onClick) this.onClick(this.keyOf(this.hovered.index));
     });
     this.drawLayer();
@@ -111,10 +153,11 @@ class Plot {
       this.frame = 0;
       if (!this.plot) return;
       const { left, top } = this.plot.cursor;
-      this.setHovered(left == null || left < 0 ? null : this.nearest(left, top));
+      this.setHovered(left == null || left < 0 ? null : this.nearest(left, /** @type {number} */ (top)));
     });
   }
 
+  /** @param {Found | null} found */
   setHovered(found) {
     const before = this.hovered ? this.keyOf(this.hovered.index) : null;
     this.hovered = found;
@@ -128,6 +171,7 @@ class Plot {
   }
 
   // Show `key` on top, as when hovered (null: none); from a table row, for instance.
+  /** @param {Key | null | undefined} key */
   highlight(key) {
     if (this.hovered) return; // the pointer decides while it is over the chart
     const value = key === undefined ? null : key;
@@ -136,8 +180,9 @@ class Plot {
     this.drawLayer();
   }
 
+  /** @param {Found | null} found */
   showTooltip(found) {
-    if (!found) {
+    if (!found || !this.plot) {
       this.tooltip.hidden = true;
       return;
     }
@@ -160,22 +205,25 @@ class Plot {
       this.layer.style.width = `${width}px`;
       this.layer.style.height = `${height}px`;
     }
-    const ctx = this.layer.getContext("2d");
+    const ctx = /** @type {CanvasRenderingContext2D} */ (this.layer.getContext("2d"));
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
     if (this.highlighted !== null) this.drawHighlight(ctx);
   }
 
   // Css px in the plot area (what the highlight layer and the cursor use).
+  /** @param {number | null} value @param {string} scale */
   at(value, scale) {
-    return this.plot.valToPos(value, scale);
+    return /** @type {uPlot} */ (this.plot).valToPos(/** @type {number} */ (value), scale);
   }
 
   // Canvas px of uPlot's own canvas (what drawMarks uses).
+  /** @param {number | null} value @param {string} scale */
   px(value, scale) {
-    return this.plot.valToPos(value, scale, true);
+    return /** @type {uPlot} */ (this.plot).valToPos(/** @type {number} */ (value), scale, true);
   }
 
+  /** @param {uPlot} u */
   clipToPlot(u) {
     const ctx = u.ctx;
     ctx.save();
@@ -191,28 +239,65 @@ class Plot {
     this.plot?.destroy();
     this.plot = null;
   }
+
+  // What a subclass has: its marks, how they are found and told, and drawn.
+  /** @param {number} _index @returns {Key} */
+  keyOf(_index) {
+    throw new Error("a Plot subclass names its marks");
+  }
+
+  /** @param {number} _cx @param {number} _cy @returns {Found | null} */
+  nearest(_cx, _cy) {
+    throw new Error("a Plot subclass finds its marks");
+  }
+
+  /** @param {Found} _found @returns {string} */
+  describe(_found) {
+    throw new Error("a Plot subclass describes its marks");
+  }
+
+  /** @param {uPlot} _u */
+  drawMarks(_u) {
+    throw new Error("a Plot subclass draws its marks");
+  }
+
+  /** @param {CanvasRenderingContext2D} _ctx */
+  drawHighlight(_ctx) {
+    throw new Error("a Plot subclass draws its highlight");
+  }
 }
 
-// One line per trial. series: [{key, label, xs, ys, color}], each xs ascending.
+/** @typedef {{key: Key, label: string, xs: number[], ys: (number | null)[], color: string}} Line */
+
+// One line per trial, each xs ascending.
 export class CurvesChart extends Plot {
+  /**
+   * @param {HTMLElement} container
+   * @param {PlotOptions} options
+   */
   constructor(container, options) {
     super(container, options);
     this.log = !!options.yLog;
     this.xName = options.xLabel;
+    /** @type {Line[]} */
+    this.series = [];
   }
 
+  /** @param {Line[]} series */
   setSeries(series) {
     this.series = series.map((s) => (this.log ? positiveOnly(s) : s)).filter((s) => s.xs.length);
-    const data = [null, ...this.series.map((s) => [s.xs, s.ys])];
+    // mode 2: each series its own [xs, ys] (uPlot's types know only the aligned data).
+    const data = /** @type {uPlot.AlignedData} */ (/** @type {unknown} */ ([null, ...this.series.map((s) => [s.xs, s.ys])]));
+    const plot = this.plot;
     const sameLines =
-      this.plot &&
-      this.plot.series.length === this.series.length + 1 &&
-      this.series.every((s, i) => this.plot.series[i + 1].key === s.key);
-    if (sameLines) {
-      this.plot.setData(data);
+      plot &&
+      plot.series.length === this.series.length + 1 &&
+      this.series.every((s, i) => /** @type {uPlot.Series & {key?: Key}} */ (plot.series[i + 1]).key === s.key);
+    if (plot && sameLines) {
+      plot.setData(data);
     } else {
       this.build(
-        this.series.map((s) => ({
+        this.series.map((s) => /** @type {uPlot.Series} */ ({
           key: s.key,
           label: s.label,
           stroke: s.color,
@@ -225,16 +310,19 @@ export class CurvesChart extends Plot {
     this.container.dataset.seriesCount = String(this.series.length);
   }
 
+  /** @param {number} index */
   keyOf(index) {
     return this.series[index].key;
   }
 
   // The curve nearest the pointer (css px in the plot area): the vertical distance to
   // each curve where it crosses the pointer's x, or the distance to its nearest point.
+  /** @param {number} cx @param {number} cy */
   nearest(cx, cy) {
+    /** @type {Found | null} */
     let best = null;
     let bestDistance = HOVER_RADIUS;
-    const xValue = this.plot.posToVal(cx, "x");
+    const xValue = /** @type {uPlot} */ (this.plot).posToVal(cx, "x");
     this.series.forEach((s, index) => {
       const xs = s.xs;
       const i = lowerBound(xs, xValue);
@@ -257,12 +345,14 @@ export class CurvesChart extends Plot {
     return best;
   }
 
+  /** @param {Found} found */
   describe(found) {
     const s = this.series[found.index];
     return `${s.label} · ${this.xName} ${found.x} · ${metric(found.y)}`;
   }
 
   // Dots for the curves too short to see as lines (a trial stopped at its first rung).
+  /** @param {uPlot} u */
   drawMarks(u) {
     const ctx = this.clipToPlot(u);
     for (const line of this.series) {
@@ -277,6 +367,7 @@ export class CurvesChart extends Plot {
     ctx.restore();
   }
 
+  /** @param {CanvasRenderingContext2D} ctx */
   drawHighlight(ctx) {
     const s = this.series.find((line) => line.key === this.highlighted);
     if (!s) return;
@@ -298,35 +389,52 @@ export class CurvesChart extends Plot {
   }
 }
 
-// Points: [{key, x, y, color, label}]. Several points may share a key (one trial).
+/** @typedef {{key: Key, label: string, x: number, y: number, color: string}} Point */
+
+// Several points may share a key (one trial).
 export class ScatterChart extends Plot {
+  /**
+   * @param {HTMLElement} container
+   * @param {PlotOptions} options
+   */
   constructor(container, options) {
     super(container, options);
     this.xName = options.xLabel;
     this.yName = options.yLabel;
     // A category axis has the categories at 0, 1, 2...: a point is named by its category.
-    this.describeX = options.categories ? (x) => options.categories[x] : (x) => metric(x);
+    const categories = options.categories;
+    /** @type {(x: number) => string} */
+    this.describeX = categories ? (x) => categories[x] : (x) => metric(x);
     this.radius = options.radius || 4;
+    /** @type {Point[]} */
+    this.points = [];
   }
 
+  // Points without x or y are left out.
+  /** @param {{key: Key, label: string, x: number | null | undefined, y: number | null | undefined, color: string}[]} points */
   setPoints(points) {
     // Room around the points, so those at the extremes are not cut in half by the frame.
-    const pad = (u, min, max) => uPlot.rangeNum(min, max, 0.08, true);
+    /** @type {uPlot.Range.Function} */
+    const pad = (_u, min, max) => uPlot.rangeNum(min, max, 0.08, true);
     if (!this.options.scales.x.range && this.options.scales.x.distr !== 3) this.options.scales.x.range = pad;
     this.options.scales.y.range = pad;
-    this.points = points.filter((p) => p.y !== null && p.y !== undefined && p.x !== null && p.x !== undefined);
+    this.points = /** @type {Point[]} */ (points.filter((p) => p.y !== null && p.y !== undefined && p.x !== null && p.x !== undefined));
     const xs = this.points.map((p) => p.x);
     const ys = this.points.map((p) => p.y);
     // uPlot ranges the axes on this series; the points themselves are drawn in drawMarks.
-    this.build([{ stroke: "transparent", paths: () => null, points: { show: false } }], [null, [xs, ys]]);
+    const data = /** @type {uPlot.AlignedData} */ (/** @type {unknown} */ ([null, [xs, ys]]));
+    this.build([{ stroke: "transparent", paths: () => null, points: { show: false } }], data);
     this.container.dataset.seriesCount = String(this.points.length);
   }
 
+  /** @param {number} index */
   keyOf(index) {
     return this.points[index].key;
   }
 
+  /** @param {number} cx @param {number} cy */
   nearest(cx, cy) {
+    /** @type {Found | null} */
     let best = null;
     let bestDistance = HOVER_RADIUS;
     this.points.forEach((p, index) => {
@@ -341,11 +449,13 @@ export class ScatterChart extends Plot {
     return best;
   }
 
+  /** @param {Found} found */
   describe(found) {
     const p = this.points[found.index];
     return `${p.label} · ${this.xName} ${this.describeX(p.x)} · ${this.yName} ${metric(p.y)}`;
   }
 
+  /** @param {uPlot} u */
   drawMarks(u) {
     const ctx = this.clipToPlot(u);
     const r = this.radius * devicePixelRatio;
@@ -358,6 +468,7 @@ export class ScatterChart extends Plot {
     ctx.restore();
   }
 
+  /** @param {CanvasRenderingContext2D} ctx */
   drawHighlight(ctx) {
     ctx.fillStyle = this.colors.highlight;
     ctx.strokeStyle = this.colors.background;
@@ -370,41 +481,4 @@ export class ScatterChart extends Plot {
       ctx.stroke();
     }
   }
-}
-
-function lowerBound(sorted, value) {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] < value) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function positiveOnly(s) {
-  const xs = [];
-  const ys = [];
-  s.xs.forEach((x, i) => {
-    if (s.ys[i] > 0) {
-      xs.push(x);
-      ys.push(s.ys[i]);
-    }
-  });
-  return { ...s, xs, ys };
-}
-
-// Exponential moving average, as TensorBoard smooths (0: none, 0.99: very smooth),
-// debiased so the first points are not pulled towards zero.
-export function smooth(ys, weight) {
-  if (!weight) return ys;
-  let last = 0;
-  let debias = 0;
-  return ys.map((y) => {
-    if (y === null || !isFinite(y)) return y;
-    last = last * weight + (1 - weight) * y;
-    debias = debias * weight + (1 - weight);
-    return last / debias;
-  });
 }

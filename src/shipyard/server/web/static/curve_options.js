@@ -1,13 +1,15 @@
+// @ts-check
 // How learning curves are drawn, as the user picks it and the query string keeps it: a log
 // y scale (log=1) and TensorBoard's smoothing (smooth, 0 to 0.95). The experiment's curves
 // and a trial's metric charts share these controls.
 
 import { h, labeled } from "./dom.js";
 import { query, updateQuery } from "./router.js";
-import { smooth } from "./charts.js";
+import { smooth } from "./series.js";
 
 // onChange(key) after the user changed "log" or "smooth". A chart's y scale kind is fixed
 // when it is made: on "log" the page makes its charts again.
+/** @param {(key: "log" | "smooth") => void} onChange */
 export function curveOptions(onChange) {
   const params = query();
   const state = {
@@ -19,9 +21,14 @@ export function curveOptions(onChange) {
     oninput: () => set("smooth", Number(smoothRange.value)) });
   const smoothValue = h("output", null, state.smooth.toFixed(2));
 
+  /**
+   * @param {"log" | "smooth"} key
+   * @param {boolean | number} value
+   */
   function set(key, value) {
-    state[key] = value;
-    if (key === "smooth") smoothValue.textContent = value.toFixed(2);
+    if (key === "log") state.log = Boolean(value);
+    else state.smooth = Number(value);
+    if (key === "smooth") smoothValue.textContent = Number(value).toFixed(2);
     updateQuery({ log: state.log ? "1" : null, smooth: state.smooth ? String(state.smooth) : null });
     onChange(key);
   }
@@ -31,6 +38,7 @@ export function curveOptions(onChange) {
       return state.log;
     },
     // The values as drawn: smoothed as picked.
+    /** @template {number | null} T @param {T[]} ys */
     values: (ys) => smooth(ys, state.smooth),
     controls: [labeled("Log scale", logBox), labeled("Smoothing", smoothRange, smoothValue)],
   };

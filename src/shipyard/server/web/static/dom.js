@@ -1,29 +1,46 @@
+// @ts-check
 // Building blocks of the pages: an element builder and the small widgets every page uses.
 
 import { percent } from "./format.js";
 
+/** @typedef {Node | string | number | boolean | null | undefined | any[]} Child an array: its children, nested */
+/** @typedef {Record<string, unknown> | null | undefined} Attrs */
+
 // h("a", {href: "/x", class: "link"}, "text", child, [more children]); `on*` attributes
 // become listeners, `dataset` and `style` objects are assigned, false/null are left out.
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Attrs} [attrs]
+ * @param {Child[]} children
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (key.startsWith("on") && typeof value === "function") {
-      el.addEventListener(key.slice(2), value);
-    } else if (key === "dataset" || key === "style") {
-      Object.assign(el[key], value);
+      el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
+    } else if (key === "dataset") {
+      Object.assign(el.dataset, value);
+    } else if (key === "style") {
+      Object.assign(el.style, value);
     } else if (key === "class") {
-      el.className = value;
+      el.className = String(value);
     } else if (value === true) {
       el.setAttribute(key, "");
     } else {
-      el.setAttribute(key, value);
+      el.setAttribute(key, String(value));
     }
   }
   append(el, children);
   return el;
 }
 
+/**
+ * @param {Element} el
+ * @param {Child[]} children
+ */
 function append(el, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
@@ -32,17 +49,23 @@ function append(el, children) {
   }
 }
 
+/**
+ * @template {Element} E
+ * @param {E} el
+ * @param {Child[]} children
+ * @returns {E}
+ */
 export function replace(el, ...children) {
   el.replaceChildren();
   append(el, children);
   return el;
 }
 
+/** @type {Record<string, string>} */
 const STATE_TONES = {
   ACTIVE: "running",
   RUNNING: "running",
   STARTING: "running",
-  RESTARTING: "warn",
   QUEUED: "waiting",
   PAUSED: "waiting",
   COMPLETED: "good",
@@ -51,10 +74,15 @@ const STATE_TONES = {
   ERRORED: "bad",
 };
 
+/** @param {string} state */
 export function stateBadge(state) {
   return h("span", { class: `badge tone-${STATE_TONES[state] || "muted"}` }, state);
 }
 
+/**
+ * @param {number | null | undefined} fraction
+ * @param {string} [label]
+ */
 export function progressBar(fraction, label) {
   const value = Math.round(Math.max(0, Math.min(1, fraction || 0)) * 100);
   return h(
@@ -73,6 +101,11 @@ export function progressBar(fraction, label) {
 }
 
 // What an empty page says: what is missing and what to do next.
+/**
+ * @param {string} title
+ * @param {Child} [text]
+ * @param {string} [command]
+ */
 export function emptyState(title, text, command) {
   return h(
     "div",
@@ -83,14 +116,18 @@ export function emptyState(title, text, command) {
   );
 }
 
+/** @param {unknown} error */
 export function errorBox(error) {
-  return h("div", { class: "error-box", role: "alert" }, String(error.message || error));
+  const message = error instanceof Object && "message" in error ? error.message : null;
+  return h("div", { class: "error-box", role: "alert" }, String(message || error));
 }
 
+/** @param {string} what */
 export function loading(what) {
   return h("p", { class: "loading", role: "status" }, `Loading ${what}…`);
 }
 
+/** @param {string} text */
 export async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
@@ -107,6 +144,10 @@ export async function copyText(text) {
   }
 }
 
+/**
+ * @param {string | (() => string)} text
+ * @param {string} [label]
+ */
 export function copyButton(text, label = "Copy") {
   const button = h("button", { type: "button", class: "button small" }, label);
   button.addEventListener("click", async () => {
@@ -118,6 +159,12 @@ export function copyButton(text, label = "Copy") {
 }
 
 // A row of tabs (WAI-ARIA tabs pattern: arrow keys move between them).
+/**
+ * @param {{id: string, title: string}[]} tabs
+ * @param {string} active
+ * @param {(id: string) => void} onSelect
+ * @param {string} label
+ */
 export function tabBar(tabs, active, onSelect, label) {
   const bar = h("div", { class: "tabs", role: "tablist", "aria-label": label });
   const buttons = tabs.map(({ id, title }) =>
@@ -136,9 +183,9 @@ export function tabBar(tabs, active, onSelect, label) {
     ),
   );
   bar.addEventListener("keydown", (event) => {
-    const index = buttons.indexOf(document.activeElement);
+    const index = buttons.indexOf(/** @type {HTMLButtonElement} */ (document.activeElement));
     if (index < 0) return;
-    const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+    const step = /** @type {Record<string, number>} */ ({ ArrowRight: 1, ArrowLeft: -1 })[event.key];
     if (!step) return;
     event.preventDefault();
     const next = buttons[(index + step + buttons.length) % buttons.length];
@@ -149,11 +196,13 @@ export function tabBar(tabs, active, onSelect, label) {
   return bar;
 }
 
+/** @param {string} active */
 export function tabPanel(active) {
   return h("section", { class: "tab-panel", id: "tab-panel", role: "tabpanel", "aria-labelledby": `tab-${active}` });
 }
 
 // A list of facts: [[term, value], ...]; a null value leaves the fact out.
+/** @param {[string, Child][]} pairs */
 export function facts(pairs) {
   return h(
     "dl",
@@ -166,7 +215,14 @@ export function facts(pairs) {
 
 // A plain table (no sorting, no paging) of rows of cells; numeric: the columns aligned as
 // numbers; wrap: those whose long text wraps.
+/**
+ * @param {string} caption
+ * @param {string[]} headers
+ * @param {Child[][]} rows
+ * @param {{numeric?: number[], wrap?: number[]}} [options]
+ */
 export function simpleTable(caption, headers, rows, { numeric = [], wrap = [] } = {}) {
+  /** @param {number} i */
   const cellClass = (i) => [numeric.includes(i) ? "num" : null, wrap.includes(i) ? "reason-cell" : null].filter(Boolean).join(" ") || null;
   return h("div", { class: "table-scroll" }, h("table", { class: "data-table" },
     h("caption", { class: "visually-hidden" }, caption),
@@ -174,12 +230,22 @@ export function simpleTable(caption, headers, rows, { numeric = [], wrap = [] } 
     h("tbody", null, rows.map((cells) => h("tr", null, cells.map((cell, i) => h("td", { class: cellClass(i) }, cell ?? "—")))))));
 }
 
+/**
+ * @param {string} labelText
+ * @param {HTMLElement} control
+ * @param {Child} [hint]
+ */
 export function labeled(labelText, control, hint) {
   const id = control.id || `control-${Math.random().toString(36).slice(2, 9)}`;
   control.id = id;
   return h("span", { class: "field" }, h("label", { for: id }, labelText), control, hint || null);
 }
 
+/**
+ * @param {(string | [string, string])[]} options values, or [value, text] pairs
+ * @param {string} value
+ * @param {Attrs} [attrs]
+ */
 export function select(options, value, attrs) {
   const el = h("select", attrs);
   for (const option of options) {

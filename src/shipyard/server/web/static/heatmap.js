@@ -1,3 +1,4 @@
+// @ts-check
 // A heat map of two hyperparameters: the plane cut into cells (numbers in equal bins, on a
 // log scale for log hyperparameters; other values one cell each); a cell's colour is the
 // best metric of the trials in it. SVG, so each cell has a title a screen reader reads.
@@ -9,14 +10,26 @@ const SVG = "http://www.w3.org/2000/svg";
 const MARGIN = { top: 10, right: 16, bottom: 86, left: 110 };
 const BINS = 8;
 
+/** @typedef {import("./hparam_axis.js").HparamAxis} HparamAxis */
+
+/**
+ * @param {string} tag
+ * @param {Record<string, string | number> | null} attrs
+ * @param {string} [text]
+ */
 function el(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
   if (text !== undefined) node.textContent = text;
   return node;
 }
 
 // points: [{x, y, value}] (hparam values and the metric); smallerIsBetter orders colours.
+/**
+ * @param {HTMLElement} container
+ * @param {{xAxis: HparamAxis, yAxis: HparamAxis, points: {x: unknown, y: unknown, value: number | null | undefined}[],
+ *          smallerIsBetter: boolean, metricName: string, height?: number}} options
+ */
 export function drawHeatmap(container, { xAxis, yAxis, points, smallerIsBetter, metricName, height = 360 }) {
   const width = Math.max(420, Math.min(900, container.clientWidth || 640));
   const xBins = xAxis.bins(BINS);
@@ -27,10 +40,11 @@ export function drawHeatmap(container, { xAxis, yAxis, points, smallerIsBetter, 
     const by = yAxis.binOf(p.y, yBins.length);
     if (bx === null || by === null || p.value === null || p.value === undefined) continue;
     const key = `${bx},${by}`;
-    const cell = cells.get(key) || { bx, by, values: [] };
+    const cell = cells.get(key) || { bx, by, values: /** @type {number[]} */ ([]) };
     cell.values.push(p.value);
     cells.set(key, cell);
   }
+  /** @param {number[]} values */
   const best = (values) => (smallerIsBetter ? Math.min(...values) : Math.max(...values));
   const ranked = [...cells.values()].map((c) => ({ ...c, best: best(c.values) }));
   ranked.sort((a, b) => (smallerIsBetter ? a.best - b.best : b.best - a.best));

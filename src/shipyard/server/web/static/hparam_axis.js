@@ -1,3 +1,4 @@
+// @ts-check
 // One hyperparameter (or the metric) as an axis: numbers on a linear or log scale, anything
 // else as evenly spaced categories. Positions are fractions 0..1 of the axis.
 
@@ -5,13 +6,24 @@ import { hparam, short } from "./format.js";
 
 export class HparamAxis {
   // config: the hyperparameter's config entry (type "log" makes a log scale).
+  /**
+   * @param {string} name
+   * @param {unknown[]} values
+   * @param {{type?: string} | null | undefined} config
+   */
   constructor(name, values, config) {
     this.name = name;
     const present = values.filter((v) => v !== null && v !== undefined);
     this.numeric = present.length > 0 && present.every((v) => typeof v === "number");
+    this.log = false;
+    this.min = 0;
+    this.max = 1;
+    /** @type {string[]} the values in order, when not numeric */
+    this.categories = [];
     if (this.numeric) {
-      this.log = config?.type === "log" && present.every((v) => v > 0);
-      const t = present.map((v) => this.transform(v));
+      const numbers = /** @type {number[]} */ (present);
+      this.log = config?.type === "log" && numbers.every((v) => v > 0);
+      const t = numbers.map((v) => this.transform(v));
       this.min = Math.min(...t);
       this.max = Math.max(...t);
       if (this.min === this.max) {
@@ -23,20 +35,26 @@ export class HparamAxis {
     }
   }
 
+  /** @param {number} value */
   transform(value) {
     return this.log ? Math.log10(value) : value;
   }
 
   // 0..1 along the axis, or null for a missing value.
+  /** @param {unknown} value */
   position(value) {
     if (value === null || value === undefined) return null;
-    if (this.numeric) return (this.transform(value) - this.min) / (this.max - this.min);
+    if (this.numeric) return (this.transform(/** @type {number} */ (value)) - this.min) / (this.max - this.min);
     const index = this.categories.indexOf(hparam(value));
     if (index < 0) return null;
     return this.categories.length === 1 ? 0.5 : index / (this.categories.length - 1);
   }
 
   // A few labelled positions.
+  /**
+   * @param {number} [count]
+   * @returns {{at: number, label: string}[]}
+   */
   ticks(count = 5) {
     if (!this.numeric) {
       const last = this.categories.length - 1;
@@ -50,12 +68,17 @@ export class HparamAxis {
     return out;
   }
 
+  /** @param {number} at 0..1 */
   valueAt(at) {
     const t = this.min + at * (this.max - this.min);
     return this.log ? 10 ** t : t;
   }
 
   // Bins for a heat map: [{low, high, label}] and the bin of a value.
+  /**
+   * @param {number} [maxBins]
+   * @returns {{low?: number, high?: number, label: string}[]}
+   */
   bins(maxBins = 8) {
     if (!this.numeric) return this.categories.map((c) => ({ label: c }));
     return Array.from({ length: maxBins }, (_, i) => {
@@ -65,6 +88,10 @@ export class HparamAxis {
     });
   }
 
+  /**
+   * @param {unknown} value
+   * @param {number} binCount
+   */
   binOf(value, binCount) {
     const at = this.position(value);
     if (at === null) return null;

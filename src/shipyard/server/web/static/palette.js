@@ -1,9 +1,15 @@
+// @ts-check
 // Colours of marks that are not the theme's: trials by rank, and a few side by side.
 
 import { cssVar } from "./theme.js";
 
 // rankColors(count)(rank): good to bad, rank 0 (the best) teal, through green and yellow,
 // to orange (the worst). The theme is read once here, not once a mark (10,000 a draw).
+/**
+ * @param {number} count
+ * @param {number} [alpha]
+ * @returns {(rank: number) => string}
+ */
 export function rankColors(count, alpha = 0.85) {
   const lightness = cssVar("--scheme") === "dark" ? 62 : 42;
   return (rank) => {

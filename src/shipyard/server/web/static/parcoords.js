@@ -1,3 +1,4 @@
+// @ts-check
 // Parallel coordinates on a canvas: one vertical axis per hyperparameter and the metric last
 // (better at the top), one line per trial coloured by its rank. Hovering a line shows the
 // trial; a click opens it.
@@ -6,11 +7,20 @@ import { h } from "./dom.js";
 import { hparam, metric as formatMetric } from "./format.js";
 import { cssVar } from "./theme.js";
 
+/** @typedef {import("./hparam_axis.js").HparamAxis} HparamAxis */
+/** @typedef {string | number} Key */
+/** @typedef {{key: Key, label: string, values: unknown[], color: string}} Row */
+
 const MARGIN = { top: 34, bottom: 28, left: 70, right: 90 };
 const HOVER_PX = 6;
 
 export class ParallelCoordinates {
-  // axes: [HparamAxis] (the last one the metric); rows: [{key, label, values: [...], color}]
+  // axes: the last one the metric; a row's values: one an axis.
+  /**
+   * @param {HTMLElement} container
+   * @param {{axes: HparamAxis[], rows: Row[], height?: number, onHover?: (key: Key | null) => void,
+   *          onClick?: (key: Key) => void, invertLast?: boolean}} options
+   */
   constructor(container, { axes, rows, height = 320, onHover, onClick, invertLast }) {
     this.container = container;
     this.axes = axes;
@@ -19,7 +29,10 @@ export class ParallelCoordinates {
     this.onHover = onHover;
     this.onClick = onClick;
     this.invertLast = invertLast; // smaller is better: the smallest metric at the top
+    this.width = 0; // css px, measured on each draw
+    /** @type {Key | null} */
     this.highlighted = null;
+    /** @type {Key | null} */
     this.hovered = null; // the key of the line under the pointer
     this.canvas = h("canvas", { class: "parcoords-canvas" });
     // The highlighted line on a canvas of its own: hovering never redraws every line.
@@ -39,30 +52,34 @@ export class ParallelCoordinates {
     this.resize.observe(container);
   }
 
+  /** @param {number} i */
   axisX(i) {
     const width = this.width - MARGIN.left - MARGIN.right;
     return MARGIN.left + (this.axes.length === 1 ? width / 2 : (i * width) / (this.axes.length - 1));
   }
 
   // Screen y of a value on axis i (null: missing).
+  /** @param {number} i @param {unknown} value */
   axisY(i, value) {
     const at = this.axes[i].position(value);
     return at === null ? null : this.positionY(i, at);
   }
 
   // Screen y of a position (0..1) on axis i: the last one upside down when smaller is better.
+  /** @param {number} i @param {number} at */
   positionY(i, at) {
     const up = i === this.axes.length - 1 && this.invertLast ? 1 - at : at;
     return MARGIN.top + (1 - up) * (this.height - MARGIN.top - MARGIN.bottom);
   }
 
+  /** @param {HTMLCanvasElement} canvas */
   context(canvas) {
     const ratio = devicePixelRatio;
     canvas.width = this.width * ratio;
     canvas.height = this.height * ratio;
     canvas.style.width = `${this.width}px`;
     canvas.style.height = `${this.height}px`;
-    const ctx = canvas.getContext("2d");
+    const ctx = /** @type {CanvasRenderingContext2D} */ (canvas.getContext("2d"));
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, this.width, this.height);
     return ctx;
@@ -85,6 +102,7 @@ export class ParallelCoordinates {
     this.line(ctx, top, cssVar("--accent"));
   }
 
+  /** @param {CanvasRenderingContext2D} ctx @param {Row} row @param {string} color */
   line(ctx, row, color) {
     ctx.strokeStyle = color;
     ctx.beginPath();
@@ -102,6 +120,7 @@ export class ParallelCoordinates {
     ctx.stroke();
   }
 
+  /** @param {CanvasRenderingContext2D} ctx */
   drawAxes(ctx) {
     const text = cssVar("--text");
     const muted = cssVar("--text-muted");
@@ -130,6 +149,7 @@ export class ParallelCoordinates {
     });
   }
 
+  /** @param {MouseEvent} event */
   pointer(event) {
     const rect = this.canvas.getBoundingClientRect();
     const cx = event.clientX - rect.left;
@@ -139,6 +159,7 @@ export class ParallelCoordinates {
     const x0 = this.axisX(segment);
     const x1 = this.axisX(Math.min(segment + 1, this.axes.length - 1));
     const f = x1 === x0 ? 0 : Math.max(0, Math.min(1, (cx - x0) / (x1 - x0)));
+    /** @type {Row | null} */
     let best = null;
     let bestDistance = HOVER_PX;
     for (const row of this.rows) {
@@ -154,7 +175,13 @@ export class ParallelCoordinates {
     this.setHovered(best ? best.key : null, best, cx, cy);
   }
 
-  setHovered(key, row, cx, cy) {
+  /**
+   * @param {Key | null} key
+   * @param {Row | null} [row]
+   * @param {number} [cx]
+   * @param {number} [cy]
+   */
+  setHovered(key, row, cx = 0, cy = 0) {
     this.hovered = key;
     if (row) {
       this.tooltip.hidden = false;
@@ -171,6 +198,7 @@ export class ParallelCoordinates {
     }
   }
 
+  /** @param {Key | null} key */
   highlight(key) {
     if (this.hovered !== null) return;
     if (key === this.highlighted) return;

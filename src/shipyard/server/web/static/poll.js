@@ -1,3 +1,4 @@
+// @ts-check
 // Live updates without reloading: a task runs again and again, soon after it found
 // something new, less and less often while nothing changes or the master does not answer,
 // not at all while the tab is hidden. A page starts its pollers with start(0) (the first
@@ -8,6 +9,10 @@ import { ApiError, isAbort } from "./api.js";
 
 const status = () => document.getElementById("live-status");
 
+/**
+ * @param {string} text
+ * @param {string} [tone]
+ */
 function showStatus(text, tone) {
   const el = status();
   if (!el) return;
@@ -17,6 +22,7 @@ function showStatus(text, tone) {
 
 // The master said no (no such experiment): asking again gets the same answer. 408 and 429
 // say "later", not "no".
+/** @param {unknown} error */
 function isFinal(error) {
   return error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429;
 }
@@ -25,6 +31,11 @@ export class Poller {
   // task(signal) -> true when it found something new (poll soon again), false otherwise.
   // onError(error, final): a run failed (final: a 4xx answer, which stops the poller).
   // status: false keeps its failures off the page's live status (a side section's poller).
+  /**
+   * @param {(signal: AbortSignal) => Promise<boolean>} task
+   * @param {{min?: number, max?: number, factor?: number, status?: boolean,
+   *          onError?: (error: unknown, final: boolean) => void}} [options]
+   */
   constructor(task, { min = 1000, max = 15000, factor = 1.5, onError, status = true } = {}) {
     this.task = task;
     this.min = min;
@@ -33,7 +44,9 @@ export class Poller {
     this.onError = onError;
     this.status = status;
     this.delay = min;
-    this.timer = null;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    this.timer = undefined;
+    /** @type {AbortController | null} */
     this.controller = null;
     this.stopped = false;
     this.paused = true; // until start()
@@ -43,6 +56,7 @@ export class Poller {
     };
   }
 
+  /** @param {number} [firstDelay] ms */
   start(firstDelay = this.min) {
     if (this.stopped) return this;
     this.paused = false;
@@ -76,6 +90,7 @@ export class Poller {
     else this.runSoon(0);
   }
 
+  /** @param {number} delay ms */
   runSoon(delay) {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.run(), delay);
@@ -99,7 +114,7 @@ export class Poller {
       } else {
         this.delay = Math.min(this.max * 2, Math.max(this.min, this.delay) * 2);
         if (this.status) showStatus(`Master not answering; retrying in ${Math.round(this.delay / 1000)} s`, "bad");
-        console.warn("polling failed:", error.message || error);
+        console.warn("polling failed:", (error instanceof Error && error.message) || error);
       }
       this.onError?.(error, final);
     } finally {

@@ -1,27 +1,51 @@
+// @ts-check
 // A sortable table that stays fast with 10,000 rows: it sorts all of them but draws one page
 // at a time. Keyboard: Tab reaches the table's current row, the arrow keys, Home, End,
 // PageUp and PageDown move between rows, Enter opens the row's link, Space (de)selects it.
 
 import { h, replace } from "./dom.js";
 import { integer } from "./format.js";
+import { parseSort, rowOrder } from "./sorting.js";
 
-// Sort values: numbers and strings; null and undefined always sort last.
-function compare(a, b) {
-  const aMissing = a === null || a === undefined || (typeof a === "number" && isNaN(a));
-  const bMissing = b === null || b === undefined || (typeof b === "number" && isNaN(b));
-  if (aMissing || bMissing) return aMissing === bMissing ? 0 : aMissing ? 1 : -1;
-  if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b), "en", { numeric: true });
-}
+/** @typedef {import("./dom.js").Child} Child */
+/**
+ * @template Row
+ * @typedef {object} Column
+ * @property {string} key
+ * @property {string} title
+ * @property {(row: Row) => unknown} [value] its sort value (default: row[key])
+ * @property {(row: Row) => Child} [render] (default: row[key])
+ * @property {boolean} [numeric]
+ * @property {boolean} [wrap] long text
+ * @property {boolean} [sortable] default true
+ * @property {string} [headerTitle]
+ */
+/**
+ * @template Row
+ * @typedef {object} Selection
+ * @property {Set<string>} selected the keys of the rows selected
+ * @property {number} [max]
+ * @property {(row: Row) => string} label
+ * @property {() => void} [onChange]
+ */
+/**
+ * @template Row
+ * @typedef {object} TableOptions
+ * @property {string} caption
+ * @property {Column<Row>[]} columns
+ * @property {(row: Row) => string | number} rowKey
+ * @property {boolean} [rowLink] Enter opens the row's first link
+ * @property {string | null} [sort] "key" or "-key"
+ * @property {(sort: string) => void} [onSort]
+ * @property {number} [pageSize]
+ * @property {Selection<Row> | null} [selection]
+ * @property {(key: string | null) => void} [onHover]
+ * @property {() => Child} [empty]
+ */
 
-export function parseSort(text, fallback) {
-  const value = text || fallback || "";
-  return value.startsWith("-") ? { key: value.slice(1), desc: true } : { key: value, desc: false };
-}
-
+/** @template Row */
 export class DataTable {
-  // columns: [{key, title, value(row) (sort value), render(row) -> node|string,
-  //            numeric, wrap (long text), sortable (default true), headerTitle}]
+  /** @param {TableOptions<Row>} options */
   constructor({ caption, columns, rowKey, rowLink, sort, onSort, pageSize = 100, selection, onHover, empty }) {
     this.columns = columns;
     this.rowKey = rowKey;
@@ -29,13 +53,17 @@ export class DataTable {
     this.sort = parseSort(sort);
     this.onSort = onSort;
     this.pageSize = pageSize;
-    this.selection = selection; // {selected: Set of keys, max, label(row), onChange()}
+    this.selection = selection;
     this.onHover = onHover;
     this.empty = empty;
+    /** @type {Row[]} */
     this.rows = [];
+    /** @type {Row[]} */
     this.sorted = [];
     this.page = 0;
+    /** @type {string | null} */
     this.highlighted = null;
+    /** @type {string | null} */
     this.focusKey = null;
 
     this.thead = h("thead");
@@ -50,6 +78,7 @@ export class DataTable {
     this.renderHead();
   }
 
+  /** @param {Row[]} rows */
   setRows(rows) {
     this.rows = rows;
     this.resort();
@@ -57,6 +86,10 @@ export class DataTable {
   }
 
   // New columns (and rows): one sort and one drawing for both.
+  /**
+   * @param {Column<Row>[]} columns
+   * @param {Row[]} [rows]
+   */
   setColumns(columns, rows = this.rows) {
     this.columns = columns;
     this.rows = rows;
@@ -69,14 +102,8 @@ export class DataTable {
     const column = this.columns.find((c) => c.key === this.sort.key);
     this.sorted = this.rows.slice();
     if (column && column.sortable !== false) {
-      const value = column.value || ((row) => row[column.key]);
-      const sign = this.sort.desc ? -1 : 1;
-      this.sorted.sort((a, b) => {
-        const va = value(a);
-        const vb = value(b);
-        const missing = va === null || va === undefined || vb === null || vb === undefined;
-        return missing ? compare(va, vb) : sign * compare(va, vb);
-      });
+      const value = column.value || ((row) => cell(row, column.key));
+      this.sorted.sort(rowOrder(value, this.sort.desc));
     }
     const pages = Math.max(1, Math.ceil(this.sorted.length / this.pageSize));
     this.page = Math.min(this.page, pages - 1);
@@ -101,6 +128,7 @@ export class DataTable {
     replace(this.thead, h("tr", null, cells));
   }
 
+  /** @param {string} key */
   sortBy(key) {
     this.sort = this.sort.key === key ? { key, desc: !this.sort.desc } : { key, desc: false };
     this.onSort?.((this.sort.desc ? "-" : "") + key);
@@ -117,12 +145,13 @@ export class DataTable {
       replace(this.tbody, h("tr", null, h("td", { colspan: String(span), class: "empty-cell" }, this.empty ? this.empty() : "Nothing to show.")));
     } else {
       const keys = visible.map((row) => String(this.rowKey(row)));
-      if (!keys.includes(this.focusKey)) this.focusKey = keys[0];
+      if (this.focusKey === null || !keys.includes(this.focusKey)) this.focusKey = keys[0];
       replace(this.tbody, visible.map((row) => this.renderRow(row)));
     }
     this.renderPager();
   }
 
+  /** @param {Row} row */
   renderRow(row) {
     const key = String(this.rowKey(row));
     const tr = h("tr", {
@@ -144,19 +173,21 @@ export class DataTable {
       tr.append(h("td", { class: "select-cell" }, box));
     }
     for (const column of this.columns) {
-      const content = column.render ? column.render(row) : row[column.key];
+      const content = column.render ? column.render(row) : cell(row, column.key);
       tr.append(h("td", { class: column.numeric ? "num" : column.wrap ? "reason-cell" : null }, content ?? "—"));
     }
     return tr;
   }
 
+  /** @param {string} key */
   toggle(key) {
+    if (!this.selection) return;
     const selected = this.selection.selected;
     if (selected.has(key)) selected.delete(key);
     else if (!this.selection.max || selected.size < this.selection.max) selected.add(key);
     this.selection.onChange?.();
     this.renderBody();
-    this.tbody.querySelector(`tr[data-key="${CSS.escape(key)}"]`)?.focus();
+    /** @type {HTMLElement | null} */ (this.tbody.querySelector(`tr[data-key="${CSS.escape(key)}"]`))?.focus();
   }
 
   renderPager() {
@@ -168,6 +199,7 @@ export class DataTable {
     const pages = Math.ceil(total / this.pageSize);
     const first = this.page * this.pageSize + 1;
     const last = Math.min(total, first + this.pageSize - 1);
+    /** @param {number} page */
     const go = (page) => {
       this.page = page;
       this.renderBody();
@@ -181,6 +213,7 @@ export class DataTable {
   }
 
   // Show a row as the one pointed at elsewhere (e.g. its curve is hovered in a chart).
+  /** @param {string | number | null | undefined} key */
   highlight(key) {
     const text = key === null || key === undefined ? null : String(key);
     if (text === this.highlighted) return;
@@ -189,16 +222,18 @@ export class DataTable {
     if (text !== null) this.tbody.querySelector(`tr[data-key="${CSS.escape(text)}"]`)?.classList.add("highlighted");
   }
 
+  /** @param {Event} event */
   hoverFrom(event) {
-    const tr = event.target.closest("tr[data-key]");
+    const tr = rowOf(event);
     if (!tr || !this.onHover) return;
-    this.onHover(tr.dataset.key);
+    this.onHover(tr.dataset.key ?? null);
   }
 
+  /** @param {KeyboardEvent} event */
   onKey(event) {
-    const tr = event.target.closest("tr[data-key]");
+    const tr = rowOf(event);
     if (!tr) return;
-    const rows = [...this.tbody.querySelectorAll("tr[data-key]")];
+    const rows = [...this.tbody.querySelectorAll("tr")].filter((row) => row.dataset.key !== undefined);
     const index = rows.indexOf(tr);
     const onRow = event.target === tr;
     const moves = { ArrowDown: index + 1, ArrowUp: index - 1, Home: 0, End: rows.length - 1, PageDown: index + 10, PageUp: index - 10 };
@@ -208,17 +243,34 @@ export class DataTable {
       this.focusRow(target);
     } else if (onRow && event.key === "Enter" && this.rowLink) {
       event.preventDefault();
-      tr.querySelector("a[href]")?.click();
+      /** @type {HTMLElement | null} */ (tr.querySelector("a[href]"))?.click();
     } else if (onRow && event.key === " " && this.selection) {
       event.preventDefault();
-      this.toggle(tr.dataset.key);
+      this.toggle(String(tr.dataset.key));
     }
   }
 
+  /** @param {HTMLTableRowElement} tr */
   focusRow(tr) {
-    for (const row of this.tbody.querySelectorAll("tr[tabindex='0']")) row.tabIndex = -1;
+    for (const row of this.tbody.querySelectorAll("tr")) if (row.getAttribute("tabindex") === "0") row.tabIndex = -1;
     tr.tabIndex = 0;
-    this.focusKey = tr.dataset.key;
+    this.focusKey = tr.dataset.key ?? null;
     tr.focus();
   }
+}
+
+// A row's own field (a column without value or render).
+/**
+ * @param {unknown} row
+ * @param {string} key
+ */
+function cell(row, key) {
+  return /** @type {Record<string, any>} */ (row)[key];
+}
+
+// The table row an event happened in, if any.
+/** @param {Event} event */
+function rowOf(event) {
+  const target = event.target instanceof Element ? event.target.closest("tr[data-key]") : null;
+  return target instanceof HTMLTableRowElement ? target : null;
 }

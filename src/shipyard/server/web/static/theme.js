@@ -1,3 +1,4 @@
+// @ts-check
 // Light and dark: the system's choice (prefers-color-scheme) unless the user picked one
 // with the toggle; the pick is kept in localStorage. Charts read their colours from the
 // CSS variables, so a change re-renders the page.
@@ -17,6 +18,7 @@ const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
 
 // data-theme is always "light" or "dark" (style.css has one dark rule): "system" is
 // resolved here.
+/** @param {string} choice "system", "light" or "dark" */
 function apply(choice) {
   const dark = choice === "dark" || (choice === "system" && systemDark.matches);
   document.documentElement.dataset.theme = dark ? "dark" : "light";
@@ -27,6 +29,7 @@ function apply(choice) {
   }
 }
 
+/** @param {() => void} onChange */
 export function setupThemeToggle(onChange) {
   let choice = saved();
   apply(choice);
@@ -49,6 +52,7 @@ export function setupThemeToggle(onChange) {
 }
 
 // A colour of the current theme, e.g. cssVar("--text").
+/** @param {string} name */
 export function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // The cluster page (/cluster): resource pools, every slot and who holds it, the job queue in
 // the order the scheduler takes it with why each trial waits, and recent failures.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The compare view of 2 to 5 trials (/experiments/{id}?compare=3,5): every metric they
 // reported overlaid, one colour a trial, and a table of their hyperparameters, config and
 // environment with the rows that differ marked.

@@ -1,3 +1,4 @@
+// @ts-check
 // The experiment page (/experiments/{id}): its header (state, actions, searcher progress)
 // and tabs: curves, hyperparameters, rungs (ASHA, Hyperband), trials, config; with
 // ?compare=3,5 the compare view of those trials. Live while the experiment runs.
@@ -15,14 +16,16 @@ import { createCompareView } from "./compare.js";
 import { trialsTable, MAX_COMPARE } from "./trials_table.js";
 import { pollItem } from "./item_poller.js";
 
+/** @returns {{id: string, title: string}[]} */
 function tabsFor(exp) {
-  return [
+  const tabs = [
     { id: "curves", title: "Learning curves" },
     { id: "hparams", title: "Hyperparameters" },
     hasRungs(exp) ? { id: "rungs", title: "Rungs" } : null,
     { id: "trials", title: `Trials (${exp.num_trials})` },
     { id: "config", title: "Config" },
-  ].filter(Boolean);
+  ];
+  return tabs.filter((tab) => tab !== null);
 }
 
 function header(exp, onAction, onError) {

@@ -1,3 +1,4 @@
+// @ts-check
 // The experiment's learning curves: one line per trial for the metric picked, on a linear
 // or log scale, smoothed or not; hovering a line highlights its trial in the table below
 // and the other way round; a click on a line opens the trial. Query: metric, group, log,
@@ -9,15 +10,8 @@ import { curveOptions } from "../curve_options.js";
 import { rankColors } from "../palette.js";
 import { h, replace, labeled, errorBox, loading, emptyState } from "../dom.js";
 import { query, updateQuery, navigate } from "../router.js";
+import { bestLast, ranks } from "./ranking.js";
 import { trialsTable } from "./trials_table.js";
-
-// Trial id -> its rank on the searcher metric (0: the best); trials without it are left out.
-export function ranks(exp) {
-  const ranked = exp.trials
-    .filter((t) => t.best_validation !== null && t.best_validation !== undefined)
-    .sort((a, b) => (exp.smaller_is_better ? a.best_validation - b.best_validation : b.best_validation - a.best_validation));
-  return new Map(ranked.map((t, i) => [t.id, i]));
-}
 
 // Trial id -> colour by its rank (good trials stand out); fainter the more trials there are.
 // rank: ranks(exp), computed once a draw for this and bestLast.
@@ -27,12 +21,6 @@ export function colorsByRank(exp, rank) {
   const colors = new Map([...rank].map(([id, r]) => [id, color(r)]));
   for (const t of exp.trials) if (!colors.has(t.id)) colors.set(t.id, "rgba(128, 128, 128, 0.6)");
   return colors;
-}
-
-// Drawing order: the worst first, so the best trials are drawn on top of the rest.
-export function bestLast(rank) {
-  const of = (id) => (rank.has(id) ? rank.get(id) : rank.size);
-  return (a, b) => of(b) - of(a);
 }
 
 // What the curves of a search look like: the steps of each trial, for one metric.

@@ -1,3 +1,4 @@
+// @ts-check
 // How the hyperparameters relate to the metric: parallel coordinates of all of them, a
 // heat map of two (picked; query hx, hy), and a scatter of each against the best metric.
 // Pointing at a trial in one view highlights it in the others; a click opens it.
@@ -9,7 +10,8 @@ import { drawHeatmap } from "../heatmap.js";
 import { HparamAxis } from "../hparam_axis.js";
 import { ParallelCoordinates } from "../parcoords.js";
 import { query, updateQuery, navigate } from "../router.js";
-import { bestLast, colorsByRank, ranks } from "./experiment_curves.js";
+import { colorsByRank } from "./experiment_curves.js";
+import { bestLast, ranks } from "./ranking.js";
 import { varyingHparams } from "./trials_table.js";
 
 // The trials with the searcher metric (those ranked), the best last (drawn on top).

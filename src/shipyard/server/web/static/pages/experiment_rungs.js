@@ -1,3 +1,4 @@
+// @ts-check
 // The rungs of an adaptive search (ASHA, Hyperband, Optuna's ASHA pruner): for each rung,
 // the trials that reached it ordered by their metric there, and which were promoted on.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The experiments page (/): every experiment in a sortable, filterable table, with its
 // actions. Filters live in the query string: state, q, label, sort, archived.
 
@@ -106,7 +107,9 @@ export function mount(root) {
   });
 
   const search = h("input", { type: "search", value: filters.q, placeholder: "name, id, label, searcher…", oninput: () => setFilter("q", search.value) });
-  const stateSelect = select([["", "all"], ...STATES.map((s) => [s, s.toLowerCase()])], filters.state, { onchange: () => setFilter("state", stateSelect.value, true) });
+  /** @type {[string, string][]} */
+  const stateOptions = [["", "all"], ...STATES.map((s) => /** @type {[string, string]} */ ([s, s.toLowerCase()]))];
+  const stateSelect = select(stateOptions, filters.state, { onchange: () => setFilter("state", stateSelect.value, true) });
   const labelSelect = select([["", "all"]], filters.label, { onchange: () => setFilter("label", labelSelect.value) });
   const userSelect = select([["", "all"]], filters.user, { onchange: () => setFilter("user", userSelect.value) });
   const archivedSelect = select([["false", "hidden"], ["true", "only archived"], ["all", "shown"]], filters.archived, {

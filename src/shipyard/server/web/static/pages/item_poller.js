@@ -1,3 +1,4 @@
+// @ts-check
 // The polling of a page about one experiment or trial: read it again and again, draw it
 // when it changed, rest once it has ended (it changes no more unless the user acts: kick()
 // wakes the poller). Until the first answer, or when the master says no (a 4xx, such as

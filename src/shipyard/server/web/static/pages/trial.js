@@ -1,3 +1,4 @@
+// @ts-check
 // The trial page (/trials/{id}): its header (state, hyperparameters, why it ended) and
 // tabs: metrics, logs, checkpoints, runs, environment (query tab). Live while it runs.
 
@@ -68,7 +69,8 @@ export function mount(root, { id }) {
     if (!TABS.some((t) => t.id === active)) active = "metrics";
     const panel = tabPanel(active);
     replace(tabsBox, tabBar(TABS, active, selectTab, "Trial views"), panel);
-    tab = TABS.find((t) => t.id === active).create(panel, page);
+    const { create } = /** @type {(typeof TABS)[number]} */ (TABS.find((t) => t.id === active));
+    tab = create(panel, page);
   }
 
   function selectTab(tabId) {

@@ -1,3 +1,4 @@
+// @ts-check
 // A trial's logs: every line from the start, then new ones as the trial prints them (the
 // master long-polls: a line shows within a second). Search, a filter by rank (on the
 // master) and by level (read from the text: ERROR, WARNING, INFO, DEBUG, tracebacks), and a
@@ -29,7 +30,8 @@ function prefix(line) {
 
 export function createLogsTab(panel, page) {
   const params = query();
-  const state = { rank: params.get("rank") || "", q: params.get("q") || "", level: LEVELS.includes(params.get("level")) ? params.get("level") : "all" };
+  const level = params.get("level") || "all";
+  const state = { rank: params.get("rank") || "", q: params.get("q") || "", level: LEVELS.includes(level) ? level : "all" };
   let lines = [];
   let matching = 0; // lines that pass the filters, counted as they come
   let cursor = 0;
@@ -42,7 +44,9 @@ export function createLogsTab(panel, page) {
   const info = h("span", { class: "muted", role: "status" });
   const search = h("input", { type: "search", value: state.q, placeholder: "text in the line", oninput: () => setFilter("q", search.value) });
   const rankSelect = h("select", { onchange: () => setRank(rankSelect.value) });
-  const levelSelect = select(LEVELS.map((l) => [l, l === "all" ? "all" : `${l}${l === "error" ? "" : " and above"}`]), state.level, { onchange: () => setFilter("level", levelSelect.value) });
+  /** @type {[string, string][]} */
+  const levelOptions = LEVELS.map((l) => [l, l === "all" ? "all" : `${l}${l === "error" ? "" : " and above"}`]);
+  const levelSelect = select(levelOptions, state.level, { onchange: () => setFilter("level", levelSelect.value) });
   const follow = h("input", { type: "checkbox", checked: true });
   const download = h("button", { type: "button", class: "button small", onclick: () => downloadLoaded() }, "Download");
   replace(
@@ -94,7 +98,7 @@ export function createLogsTab(panel, page) {
     const shown = newLines.filter(matches);
     matching += shown.length;
     view.append(...shown.map(lineElement));
-    while (view.childElementCount > SHOWN) view.firstElementChild.remove();
+    while (view.childElementCount > SHOWN) view.firstElementChild?.remove();
     if (stick || (follow.checked && view.childElementCount === shown.length)) view.scrollTop = view.scrollHeight;
     showInfo();
   }
@@ -161,7 +165,11 @@ export function createLogsTab(panel, page) {
         if (result.lines.length) {
           lines.push(...result.lines);
           let newRank = false;
-          for (const l of result.lines) if (!ranks.has(l.rank)) newRank = ranks.add(l.rank);
+          for (const l of result.lines) {
+            if (ranks.has(l.rank)) continue;
+            ranks.add(l.rank);
+            newRank = true;
+          }
           if (newRank) fillRanks();
           appendLines(result.lines);
         } else {
@@ -169,7 +177,7 @@ export function createLogsTab(panel, page) {
         }
       } catch (error) {
         if (isAbort(error) || mine !== generation) return;
-        info.textContent = `Cannot read the logs (${error.message}); trying again in ${retryDelay / 1000} s`;
+        info.textContent = `Cannot read the logs (${error instanceof Error ? error.message : error}); trying again in ${retryDelay / 1000} s`;
         await new Promise((resolve) => setTimeout(resolve, retryDelay));
         retryDelay = Math.min(30000, retryDelay * 2);
       }

@@ -1,3 +1,4 @@
+// @ts-check
 // A trial's metrics: one chart per metric name with its training and validation lines (log
 // scale and smoothing as the experiment's curves have, query log and smooth), and the
 // summary of every metric it reported (count, last, min, max, best).

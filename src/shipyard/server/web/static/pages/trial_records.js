@@ -1,3 +1,4 @@
+// @ts-check
 // What a trial left behind: its checkpoints (with downloads), its runs (each launch, and
 // why it ended: the restarts' reasons) and the environment each run had.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The trials of an experiment as a table: hyperparameters as columns, state, best metric,
 // restarts, rung and why each ended; rows can be selected (2 to 5) for the compare view.
 
@@ -60,7 +61,12 @@ function columns(exp) {
   ];
 }
 
-// selection: {selected: Set of trial ids as strings, onChange()}; onHover(trialId | null).
+// selection: the trial ids selected, as strings; onHover(trialId | null).
+/**
+ * @param {any} exp the experiment, with its trials
+ * @param {{sort?: string | null, onSort?: (sort: string) => void,
+ *          selection?: {selected: Set<string>, onChange?: () => void}, onHover?: (trialId: number | null) => void}} options
+ */
 export function trialsTable(exp, { sort, onSort, selection, onHover }) {
   const table = new DataTable({
     caption: `Trials of experiment ${exp.id}`,

@@ -1,0 +1,81 @@
+// The UI's calls to the master (static/api.js): each goes through one of its declared
+// routes (the ones tests/server/test_ui_endpoints.py finds in the master's OpenAPI schema).
+import assert from "node:assert/strict";
+import { afterEach, test } from "node:test";
+
+import { ACTION_ROUTES, ApiError, ROUTES, api, isAbort, resolve } from "../../src/shipyard/server/web/static/api.js";
+
+const realFetch = globalThis.fetch;
+afterEach(() => {
+  globalThis.fetch = realFetch;
+});
+
+// fetch answers `body` with `status`, and keeps what was asked.
+function answer(body, status = 200) {
+  const calls = [];
+  globalThis.fetch = async (url, init) => {
+    calls.push({ url: String(url), method: init.method });
+    return new Response(JSON.stringify(body), { status, statusText: "Not Found" });
+  };
+  return calls;
+}
+
+// "GET /experiments/{id}" matches "GET /api/v1/experiments/7?limit=3".
+function matchesRoute(route, call) {
+  const [method, template] = route.split(" ");
+  const pattern = new RegExp("^/api/v1" + template.replace(/\{\w+\}/g, "[^/?]+") + "(\\?|$)");
+  return method === call.method && pattern.test(call.url);
+}
+
+test("every call of api goes through one of the declared routes", async () => {
+  const calls = answer({});
+  const all = Object.values(ROUTES).concat(Object.values(ACTION_ROUTES));
+  await api.master();
+  await api.experiments({ state: "ACTIVE" });
+  await api.experiment(7);
+  await api.experimentSummary(7);
+  await api.metricNames(7);
+  await api.curves(7, { name: "loss" });
+  for (const action of Object.keys(ACTION_ROUTES)) await api.experimentAction(7, action);
+  await api.trial(3);
+  await api.trialMetrics(3, { max_points: 10 });
+  await api.trialLogs(3, { after: 0 });
+  await api.trialCheckpoints(3);
+  await api.trials({ limit: 5 });
+  await api.jobs();
+  await api.slots();
+  await api.pools();
+  // Every function of api was called (checkpointDownloadUrl is a link: checked below).
+  assert.equal(calls.length, Object.keys(api).length - 2 + Object.keys(ACTION_ROUTES).length);
+  for (const call of calls) assert.ok(all.some((route) => matchesRoute(route, call)), `${call.method} ${call.url}`);
+  const link = { method: "GET", url: api.checkpointDownloadUrl("ab/c") };
+  assert.equal(link.url, "/api/v1/checkpoints/ab%2Fc/download");
+  assert.ok(matchesRoute(ROUTES.checkpointDownload, link));
+});
+
+test("path parameters are filled in, query values left out when empty", async () => {
+  const calls = answer([]);
+  await api.experiments({ state: null, archived: "false", q: "" });
+  await api.experimentAction(12, "pause");
+  assert.deepEqual(calls, [
+    { url: "/api/v1/experiments?limit=10000&archived=false", method: "GET" },
+    { url: "/api/v1/experiments/12/pause", method: "POST" },
+  ]);
+  assert.throws(() => resolve(ROUTES.trial, {}), /no value for \{id\}/);
+});
+
+test("the master's error message reaches the page", async () => {
+  answer({ error: { type: "NotFound", message: "trial 9 does not exist" } }, 404);
+  await assert.rejects(api.trial(9), (error) => {
+    assert.ok(error instanceof ApiError);
+    assert.equal(error.status, 404);
+    assert.equal(error.message, "GET /trials/9: trial 9 does not exist");
+    return true;
+  });
+});
+
+test("an aborted request is told from a failed one", () => {
+  assert.ok(isAbort(new DOMException("left", "AbortError")));
+  assert.ok(!isAbort(new ApiError(500, "boom")));
+  assert.ok(!isAbort(null));
+});
