@@ -47,6 +47,7 @@ import statistics
 import time
 from typing import Any
 
+from shipyard.common.config import searcher_from_json
 from shipyard.search import Searcher, make_searcher
 from shipyard.search.preview import preview
 from shipyard.search.simulator import simulate
@@ -101,7 +102,7 @@ def budget_matched_trials() -> int:
     low, high = N, N * R
     while low < high:
         mid = (low + high + 1) // 2
-        plan = preview({**ASHA, "max_trials": mid}, SPACE, 0)
+        plan = preview(searcher_from_json({**ASHA, "max_trials": mid}), SPACE, 0)
         low, high = (mid, high) if plan["compute"] <= N * R else (low, mid - 1)
     return low
 
@@ -132,7 +133,7 @@ OPTUNA = {
 
 
 def run(config: dict[str, Any], seed: int) -> dict[str, Any]:
-    searcher: Searcher = make_searcher(config, SPACE, seed)
+    searcher: Searcher = make_searcher(searcher_from_json(config), SPACE, seed)
     start = time.perf_counter()
     sim = simulate(searcher, curve, workers=WORKERS, seed=seed)
     return {"sim": sim, "seconds": time.perf_counter() - start}
@@ -148,7 +149,7 @@ def main() -> None:
         "optuna_tpe_asha": OPTUNA,
     }
     try:
-        make_searcher(OPTUNA, SPACE, 0)
+        make_searcher(searcher_from_json(OPTUNA), SPACE, 0)
     except Exception as error:  # missing module, missing library, not registered yet
         methods["optuna_tpe_asha"] = f"unavailable: {type(error).__name__}: {error}"
 

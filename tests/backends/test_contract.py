@@ -18,6 +18,7 @@ import pytest
 
 from shipyard.backends.base import Backend, Handle, LogSource, RunState, RunStatus, TrialLaunchSpec
 from tests.backends.engine import Engine
+from tests.fixtures.poll import poll
 
 ENGINES = ["local", "slurm", "ray", "docker", "podman", "kubernetes"]
 MARKS = {
@@ -80,13 +81,13 @@ def launch(engine: Engine, backend: Backend, code: str, slots: int = 1, argv=Non
 
 
 def wait_exit(backend: Backend, handle: Handle, timeout: float = TIMEOUT_S) -> RunState:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = backend.poll(handle)
-        if state.status != RunStatus.RUNNING:
-            return state
-        time.sleep(0.1)
-    raise AssertionError(f"still running after {timeout} s")
+    return poll(
+        lambda: backend.poll(handle),
+        "the run to end",
+        until=lambda state: state.status != RunStatus.RUNNING,
+        timeout_s=timeout,
+        every_s=0.1,
+    )
 
 
 def output(backend: Backend, handle: Handle, final: bool = True) -> str:
@@ -100,13 +101,19 @@ def output(backend: Backend, handle: Handle, final: bool = True) -> str:
 
 
 def wait_output(backend: Backend, handle: Handle, needle: str) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
-    while time.monotonic() < deadline:
-        if needle in output(backend, handle, final=False):
-            return
-        assert backend.poll(handle).status == RunStatus.RUNNING, output(backend, handle)
-        time.sleep(0.1)
-    raise AssertionError(f"{needle!r} never printed: {output(backend, handle)!r}")
+    def printed() -> str:
+        text = output(backend, handle, final=False)
+        if needle not in text:
+            assert backend.poll(handle).status == RunStatus.RUNNING, output(backend, handle)
+        return text
+
+    poll(
+        printed,
+        f"{needle!r} in the output",
+        until=lambda text: needle in text,
+        timeout_s=TIMEOUT_S,
+        every_s=0.1,
+    )
 
 
 def test_exit_code_and_output(engine):

@@ -6,7 +6,6 @@ and a cluster it cannot reach."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from shipyard.server.pools import load_master_config
 from tests.backends.test_contract import launch, output, wait_exit, wait_output
 from tests.doc_blocks import block_with
 from tests.fixtures.kubernetes import kubernetes_options
+from tests.fixtures.poll import poll
 
 IMAGE = "registry.example.com/team/py:3.11"
 
@@ -263,10 +263,8 @@ def test_a_gang_whose_pod_fails_ends_with_its_code_and_stops_the_other(
     )
     state = wait_exit(two_pod_backend, handle)
     assert (state.status, state.exit_code) == (RunStatus.EXITED, 3)
-    deadline = time.monotonic() + 60
-    while not (kubernetes_engine.workdir / f"{name}.term-0").exists():
-        assert time.monotonic() < deadline, "group 0 never got SIGTERM"
-        time.sleep(0.2)
+    term_0 = kubernetes_engine.workdir / f"{name}.term-0"
+    poll(term_0.exists, "group 0 to get SIGTERM", timeout_s=60, every_s=0.2)
     assert not (kubernetes_engine.workdir / f"{name}.term-1").exists()
     text = output(two_pod_backend, handle)
     assert "group 0 up" in text and "group 1 up" in text

@@ -4,13 +4,13 @@ for two engines (a local pool and another pool)."""
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
 from shipyard.backends.base import RunStatus, TrialLaunchSpec
 from shipyard.backends.local.backend import LocalBackend
 from shipyard.backends.pooled import LOCAL, PooledBackend
+from tests.fixtures.poll import poll
 
 
 def spec(tmp_path, slots, code: str, name: str) -> TrialLaunchSpec:
@@ -26,13 +26,12 @@ def spec(tmp_path, slots, code: str, name: str) -> TrialLaunchSpec:
 
 
 def wait_exit(backend, handle, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = backend.poll(handle)
-        if state.status != RunStatus.RUNNING:
-            return state
-        time.sleep(0.05)
-    raise AssertionError("the trial did not exit")
+    return poll(
+        lambda: backend.poll(handle),
+        "the trial to exit",
+        until=lambda state: state.status != RunStatus.RUNNING,
+        timeout_s=timeout,
+    )
 
 
 def test_each_trial_runs_on_its_pools_backend_and_is_found_again(tmp_path):

@@ -24,6 +24,8 @@ from shipyard.backends.ray.placement import DoesNotFit, bundle_count
 from shipyard.common.errors import NotSupportedYet
 from tests.backends.test_contract import output, wait_exit, wait_output
 from tests.doc_blocks import block_with
+from tests.fixtures import procs
+from tests.fixtures.poll import poll
 from tests.fixtures.ray_cluster import free_port
 
 pytestmark = pytest.mark.ray
@@ -58,7 +60,8 @@ def test_the_code_and_config_reach_the_trial_without_a_shared_path(backend, tmp_
         tmp_path,
         """
         import os, time
-        time.sleep(1)  # the master's copy is deleted meanwhile
+        while any(map(os.path.exists, os.environ["MASTER_COPIES"].split(":"))):
+            time.sleep(0.05)  # until the test has deleted the master's copies
         print("cwd", os.getcwd())
         print("data", open("data.txt").read())
         print("config", open(os.environ["SHIPYARD_EXPERIMENT_CONFIG"]).read())
@@ -66,6 +69,7 @@ def test_the_code_and_config_reach_the_trial_without_a_shared_path(backend, tmp_
         """,
         backend.capacity()[:1],
         SHIPYARD_EXPERIMENT_CONFIG=str(config),
+        MASTER_COPIES=f"{tmp_path / 'context'}:{config}",
     )
     (tmp_path / "context" / "data.txt").write_text("from the master")
     handle = backend.launch(spec)
@@ -120,10 +124,13 @@ def test_a_killed_actor_worker_loses_the_run_and_leaves_no_process(backend, tmp_
     assert state.status == RunStatus.LOST or (
         state.status == RunStatus.EXITED and state.exit_code != 0
     ), state
-    deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in pids if _alive(p)], "the trial's processes outlived its actor"
+    poll(
+        lambda: [p for p in pids if procs.alive(p)],
+        "the trial's processes to end with its actor",
+        until=lambda alive: not alive,
+        timeout_s=10,
+        every_s=0.1,
+    )
     backend.release(handle)
 
 
@@ -142,14 +149,6 @@ def test_an_unreachable_cluster_is_a_health_problem_not_an_exception(tmp_path):
             backend.launch(spec_for(tmp_path, "", [Slot("gpu0", "gpu", "ray", 0)]))
     finally:
         backend.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 # -- several nodes -----------------------------------------------------------------------------

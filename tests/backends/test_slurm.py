@@ -25,6 +25,8 @@ from shipyard.common.errors import ConfigError
 from shipyard.server.pools import load_master_config
 from tests.backends.engine import Engine
 from tests.backends.test_contract import launch, output, wait_exit, wait_output
+from tests.fixtures import procs
+from tests.fixtures.poll import PollTimeout, poll
 from tests.fixtures.slurm import (
     MULTI_PARTITION,
     NODE_CPUS,
@@ -48,12 +50,13 @@ def job_fields(cluster: SlurmCluster, job_id: int) -> dict[str, str]:
 
 def settled_job_fields(cluster: SlurmCluster, job_id: int, timeout_s: float = 30) -> dict[str, str]:
     """job_fields once Slurm is done ending the job (COMPLETING is on the way to its end)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        job = job_fields(cluster, job_id)
-        if job["JobState"] != "COMPLETING" or time.monotonic() > deadline:
-            return job
-        time.sleep(0.1)
+    return poll(
+        lambda: job_fields(cluster, job_id),
+        f"Slurm to finish ending job {job_id}",
+        until=lambda job: job["JobState"] != "COMPLETING",
+        timeout_s=timeout_s,
+        every_s=0.1,
+    )
 
 
 def test_capacity_is_the_partitions_cpus_or_gpus(slurm_cluster):
@@ -306,10 +309,13 @@ def test_a_copy_slurm_runs_again_while_nobody_polls_does_not_run_the_trial(
 ):
     backend, handle, name = requeued_trial(slurm_cluster, slurm_engine)
     # Slurm starts the copy once its begin time (a few seconds) has come; no one cancels it.
-    deadline = time.monotonic() + 30
-    while "this copy does not run" not in output(backend, handle):
-        assert time.monotonic() < deadline, output(backend, handle)
-        time.sleep(0.2)
+    poll(
+        lambda: output(backend, handle),
+        "Slurm's copy of the job to say it does not run",
+        until=lambda text: "this copy does not run" in text,
+        timeout_s=30,
+        every_s=0.2,
+    )
     restarted = backend_with(slurm_cluster, slot_type="cpu")
     state = restarted.poll(handle)
     job_id = handle.data["job_id"]
@@ -435,5 +441,14 @@ cat $D/hello.out
         subprocess.run(
             ["munged", "-s", f"--socket={root}/munge/munge.sock"], capture_output=True, timeout=30
         )
-        time.sleep(0.5)  # slurmctld and slurmd write their last words
+        # slurmctld and slurmd write their last words before the directory goes.
+        try:
+            poll(
+                lambda: procs.find(lambda proc: any(str(root) in a for a in procs.argv(proc))),
+                "the recipe's daemons to exit",
+                until=lambda pids: not pids,
+                timeout_s=30,
+            )
+        except PollTimeout as left:
+            procs.kill(left.last)
         shutil.rmtree(root, ignore_errors=True)

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.master import TERMINAL, Master
+from tests.fixtures import procs
+from tests.fixtures.poll import PollTimeout, poll
 
 CODE = Path(__file__).parent / "trial_code"
 
@@ -43,7 +45,7 @@ SEEDS = (11, 12, 13)
 LRS = (0.03, 0.1)  # a grid of 3 x 2 = 6 trials
 SLOTS = 2
 RETENTION = {"save_trial_latest": 1, "save_trial_best": 1, "save_experiment_best": 2}
-TRIAL_STATES_LIVE = {"QUEUED", "STARTING", "RUNNING", "RESTARTING", "PAUSED"}
+TRIAL_STATES_LIVE = {"QUEUED", "STARTING", "RUNNING", "PAUSED"}
 
 
 def experiment_config(store: Path, timing: dict[str, Any] | None = None, max_restarts=30) -> str:
@@ -291,46 +293,60 @@ def create(
 
 def wait_terminal(run: ChaosRun, timeout: float) -> dict:
     """The experiment and every trial terminal within `timeout`, or an error naming the stuck."""
-    deadline = time.monotonic() + timeout
-    while True:
-        exp = run.experiment()
+
+    def ended(exp: dict) -> bool:
         stuck = [t for t in exp["trials"] if t["state"] in TRIAL_STATES_LIVE]
-        if exp["state"] in TERMINAL and not stuck:
-            return exp
-        if time.monotonic() > deadline:
-            described = [
-                f"trial {t['id']} {t['state']} at step {t['steps_completed']} "
-                f"({t.get('end_reason')})"
-                for t in exp["trials"]
-            ]
-            raise AssertionError(
-                f"experiment {run.experiment_id} still {exp['state']} after {timeout:.0f} s; "
-                f"trials: {described}\n{master_log_tail(run.master)}"
-            )
-        time.sleep(0.1)
+        return exp["state"] in TERMINAL and not stuck
+
+    try:
+        return poll(
+            run.experiment, "the experiment's end", until=ended, timeout_s=timeout, every_s=0.1
+        )
+    except PollTimeout as stuck:
+        exp = stuck.last
+        described = [
+            f"trial {t['id']} {t['state']} at step {t['steps_completed']} ({t.get('end_reason')})"
+            for t in exp["trials"]
+        ]
+        raise AssertionError(
+            f"experiment {run.experiment_id} still {exp['state']} after {timeout:.0f} s; "
+            f"trials: {described}\n{master_log_tail(run.master)}"
+        ) from None
 
 
 def wait_retention(run: ChaosRun, settle_s: float, expect: RunRecord | None) -> RunRecord:
     """Checkpoint retention is housekeeping (every 5 s, after the experiment ends). With a
     reference, wait until the kept checkpoints match it (or `settle_s` passes); without one,
     wait `settle_s` after the end and until two reads a second apart agree."""
-    deadline = time.monotonic() + settle_s
-    previous = None
-    while True:
-        current = record(run.master, run.experiment_id, run.store)
-        if expect is not None:
-            kept = {k: t.kept for k, t in current.trials.items()}
-            if kept == {k: t.kept for k, t in expect.trials.items()}:
-                return current
-        elif time.monotonic() > deadline and previous is not None:
-            if {k: t.kept for k, t in current.trials.items()} == {
-                k: t.kept for k, t in previous.trials.items()
-            }:
-                return current
-        if expect is not None and time.monotonic() > deadline:
-            return current  # the comparison shows the difference
-        previous = current
-        time.sleep(1.0)
+
+    def kept(run_record: RunRecord) -> dict:
+        return {k: t.kept for k, t in run_record.trials.items()}
+
+    def current() -> RunRecord:
+        return record(run.master, run.experiment_id, run.store)
+
+    if expect is not None:
+        try:
+            return poll(
+                current,
+                "the reference's kept checkpoints",
+                until=lambda now: kept(now) == kept(expect),
+                timeout_s=settle_s,
+                every_s=1.0,
+            )
+        except PollTimeout as differs:
+            return differs.last  # the comparison shows the difference
+    # No signal says that retention has run: the kept checkpoints must stop changing.
+    settled_at = time.monotonic() + settle_s
+    reads: list[RunRecord] = []
+
+    def settled() -> RunRecord | None:
+        reads.append(current())
+        if time.monotonic() > settled_at and len(reads) > 1 and kept(reads[-1]) == kept(reads[-2]):
+            return reads[-1]
+        return None
+
+    return poll(settled, "the kept checkpoints to settle", timeout_s=settle_s + 60, every_s=1.0)
 
 
 def master_log_tail(master: Master, lines: int = 40) -> str:
@@ -372,25 +388,20 @@ def trial_processes(master: Master) -> dict[int, TrialProcess]:
     """The Python process of each running trial of this master, found through /proc by the
     environment the master gives it (the process group leader is the /bin/sh wrapper, which
     has the same environment; the trial is the child that runs python)."""
-    found: dict[int, TrialProcess] = {}
-    master_var = f"SHIPYARD_MASTER={master.url}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if master_var not in environ or state == "Z":
-            continue
-        if not cmdline or b"python" not in os.path.basename(cmdline[0]):
-            continue  # the sh wrapper
-        env = dict(item.split(b"=", 1) for item in environ if b"=" in item)
-        trial_id = int(env[b"SHIPYARD_TRIAL_ID"])
-        found[trial_id] = TrialProcess(int(entry), trial_id, int(env[b"SHIPYARD_RUN_ID"]))
-    return found
+
+    def trial_of(proc: Path) -> tuple[int, int] | None:
+        env = procs.environ(proc)
+        if env.get("SHIPYARD_MASTER") != master.url or not procs.running(proc):
+            return None
+        argv = procs.argv(proc)
+        if not argv or "python" not in os.path.basename(argv[0]):
+            return None  # the sh wrapper
+        return int(env["SHIPYARD_TRIAL_ID"]), int(env["SHIPYARD_RUN_ID"])
+
+    return {
+        trial_id: TrialProcess(pid, trial_id, run_id)
+        for pid, (trial_id, run_id) in procs.collect(trial_of).items()
+    }
 
 
 def kill9(pid: int) -> bool:
@@ -405,14 +416,14 @@ def run_exit_code(master: Master, trial_id: int, run_id: int, timeout: float = 1
     """The exit code of one run of a trial, from the file the local backend's wrapper writes
     when the trial's process ends (-9: killed by SIGKILL, as the master reports it)."""
     path = master.home / "logs" / f"trial-{trial_id}-run-{run_id}.exit"
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return int(path.read_text().strip())
-        except (OSError, ValueError):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{path} not written {timeout} s after the kill") from None
-            time.sleep(0.01)
+    return poll(
+        lambda: int(path.read_text().strip()),
+        f"{path} to be written after the kill",
+        until=lambda _: True,
+        timeout_s=timeout,
+        every_s=0.01,
+        ignore=(OSError, ValueError),
+    )
 
 
 def checkpoint_in_progress(store: Path) -> list[tuple[Path, int]]:

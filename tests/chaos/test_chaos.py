@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.chaos import harness
 from tests.e2e.master import TERMINAL
+from tests.fixtures.poll import poll
 from tests.fixtures.small_disk import fill_disk
 
 TRIAL_KILLS = 20
@@ -73,21 +74,28 @@ def test_trial_processes_killed_at_random_steps(chaos, reference):
     faulted: set[int] = set()
     kills: list[tuple[int, int, int]] = []  # (trial, run, steps the master had then)
     total = len(harness.SEEDS) * len(harness.LRS) * harness.MAX_STEPS
-    deadline = time.monotonic() + 150
+    deadline = time.monotonic() + 150  # for all the kills
     while len(kills) < TRIAL_KILLS:
         # Spread the kills over the whole search: kill i waits until the search has done
         # about i / (kills + 1) of its steps, then picks a running trial and a delay.
         threshold = (len(kills) + rng.uniform(0.3, 1.0)) / (TRIAL_KILLS + 1) * total
-        while True:
-            assert time.monotonic() < deadline, f"only {len(kills)} kills in 150 s"
+
+        def running_past(threshold: float = threshold) -> dict | None:
             trials = run.trials()
             procs = harness.trial_processes(run.master)
             if procs and sum(t["steps_completed"] for t in trials) >= threshold:
-                break
+                return procs
             assert run.experiment()["state"] not in TERMINAL, (
                 f"the experiment ended after only {len(kills)} of {TRIAL_KILLS} kills"
             )
-            time.sleep(0.02)
+            return None
+
+        procs = poll(
+            running_past,
+            f"kill {len(kills) + 1} of {TRIAL_KILLS} in 150 s: {threshold:.0f} steps done",
+            timeout_s=deadline - time.monotonic(),
+            every_s=0.02,
+        )
         victim = procs[rng.choice(sorted(procs))]
         time.sleep(rng.uniform(0.0, 0.3))
         now = harness.trial_processes(run.master).get(victim.trial_id)

@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.chaos import harness
 from tests.e2e.master import Master
+from tests.fixtures.poll import poll
 
 CODE = Path(__file__).parent / "trial_code"
 
@@ -126,19 +126,26 @@ def test_master_killed_before_recording_a_launch_does_not_run_the_trial_twice(ma
     # The local backend creates the run's log file just before it starts the process, after
     # the STARTING transaction; from now the master's next write, the handle, waits for us.
     log = master.home / "logs" / f"trial-{trial_id}-run-1.log"
-    deadline = time.monotonic() + 30
-    while not log.exists():
-        assert time.monotonic() < deadline, "the trial was never launched"
+    poll(log.exists, "the trial's launch", timeout_s=30, every_s=0)  # no pause: a narrow window
     db.execute("BEGIN IMMEDIATE")
     master.wait_for(lambda: trial_id in harness.trial_processes(master), what="the trial's process")
     master.kill9()
     db.execute("ROLLBACK")
     db.close()
     master.start()
+
+    def steps_while_running() -> int:
+        trial = master.trial(trial_id)
+        return trial["steps_completed"] if trial["state"] == "RUNNING" else 0
+
+    resumed_at = master.wait_for(steps_while_running, timeout=30, what="trial running")
+    # The first process reports every 50 ms: once the master has ten more of its steps, a
+    # second run of the trial would have been started and the first one refused.
     master.wait_for(
-        lambda: master.trial(trial_id)["state"] == "RUNNING", timeout=30, what="trial running"
+        lambda: master.trial(trial_id)["steps_completed"] >= resumed_at + 10,
+        timeout=30,
+        what="ten more steps after the restart",
     )
-    time.sleep(1.0)  # the first process reports every 50 ms
     trial = master.trial(trial_id)
     evidence = {
         "run_id": trial["run_id"],

@@ -10,6 +10,8 @@ import socket
 
 import pytest
 
+from tests.fixtures.poll import poll
+
 pytestmark = pytest.mark.slow
 
 
@@ -66,7 +68,6 @@ def test_up_foreground_is_the_master_process_itself(free_port, private_home):
     stops it cleanly."""
     import subprocess
     import sys
-    import time
 
     import httpx
 
@@ -86,15 +87,18 @@ def test_up_foreground_is_the_master_process_itself(free_port, private_home):
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        info = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                info = httpx.get(f"http://127.0.0.1:{free_port}/api/v1/master", timeout=2).json()
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        assert info is not None, proc.stdout.read().decode() if proc.poll() is not None else ""
+
+        def master_info() -> dict:
+            assert proc.poll() is None, proc.stdout.read().decode()
+            return httpx.get(f"http://127.0.0.1:{free_port}/api/v1/master", timeout=2).json()
+
+        info = poll(
+            master_info,
+            "the master to answer",
+            timeout_s=60,
+            every_s=0.1,
+            ignore=(httpx.TransportError,),
+        )
         assert info["home"] == str(private_home)  # SHIPYARD_HOME is honoured
         record = json.loads((private_home / "master.json").read_text())
         assert record["pid"] == proc.pid

@@ -4,12 +4,18 @@ and column; and every example in docs/searchers.md loads."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from shipyard.common.config import config_from_dict, load_config, load_config_file
+from shipyard.common.config import (
+    config_from_dict,
+    load_config,
+    load_config_file,
+    searcher_from_json,
+)
 from shipyard.common.errors import ConfigError, NotSupportedYet
 from tests.common.conftest import CONFIGS, config_error, detail_at
 
@@ -632,3 +638,33 @@ def test_the_docs_have_an_example_per_searcher():
 def test_doc_example_loads(name, block):
     cfg = load_config(block, "searchers.md")
     assert cfg.searcher_dict()["name"] == name
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        "{name: single, metric: loss, max_length: {batches: 10}}",
+        "{name: grid, metric: loss}",
+        "{name: random, metric: loss, max_trials: 4, max_time: 9, time_metric: batches}",
+        "{name: adaptive_asha, metric: loss, max_trials: 16, max_length: {epochs: 64}}",
+        "{name: async_halving, metric: loss, max_trials: 8, num_rungs: 2, max_length: 16}",
+        "{name: hyperband, metric: loss, max_length: 81}",
+        "{name: pbt, metric: loss, population_size: 4, num_rounds: 2,"
+        " length_per_round: {batches: 5}, replace_function: {truncate_fraction: 0.25},"
+        " explore_function: {resample_probability: 0.2, perturb_factor: 0.2}}",
+        "{name: optuna, metric: loss, max_trials: 4, max_length: 40,"
+        " pruner: {name: asha, num_rungs: 3}}",
+        "{name: optuna, max_trials: 4, objectives: [{metric: a}, {metric: b}]}",
+    ],
+)
+def test_the_stored_searcher_dict_validates_back_to_the_same_model(section: str) -> None:
+    """What the master stores (searcher_dict) is what the searcher is rebuilt from."""
+    cfg = load_config(
+        "entrypoint: python3 train.py\n"
+        "hyperparameters: {x: {type: int, minval: 1, maxval: 3}}\n"
+        f"searcher: {section}\n"
+    )
+    stored = json.loads(json.dumps(cfg.searcher_dict()))
+    again = searcher_from_json(stored)
+    assert again.to_dict() == cfg.searcher.to_dict()
+    assert again.training_length() == cfg.searcher.training_length()

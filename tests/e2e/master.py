@@ -10,11 +10,12 @@ import socket
 import subprocess
 import sys
 import tarfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
+
+from tests.fixtures.poll import poll
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
 SHIPYARD = Path(sys.executable).parent / "shipyard"  # the installed command
@@ -81,17 +82,14 @@ class Master:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"master exited: {(self.home / 'master-test.log').read_text()}")
-            try:
-                if self.http.get("/master").status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("master did not answer within 30 s")
+        poll(self._answers, "the master to answer", timeout_s=30, ignore=(httpx.TransportError,))
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"master exited: {(self.home / 'master-test.log').read_text()}")
+        return self.http.get("/master").status_code == 200
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc and self.proc.poll() is None:
@@ -131,22 +129,16 @@ class Master:
         return r.json()
 
     def wait(self, exp_id: int, timeout: float = 120, states=TERMINAL) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            exp = self.experiment(exp_id)
-            if exp["state"] in states:
-                return exp
-            time.sleep(0.1)
-        raise AssertionError(f"experiment {exp_id} still {exp['state']} after {timeout} s: {exp}")
+        return poll(
+            lambda: self.experiment(exp_id),
+            f"experiment {exp_id} to be {' or '.join(sorted(states))}",
+            until=lambda exp: exp["state"] in states,
+            timeout_s=timeout,
+            every_s=0.1,
+        )
 
     def wait_for(self, predicate, timeout: float = 60, what: str = "condition"):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}")
+        return poll(predicate, what, timeout_s=timeout)
 
     def trial(self, trial_id: int) -> dict:
         r = self.http.get(f"/trials/{trial_id}")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures import procs
 
 CODE = Path(__file__).parent / "trial_code"
 SHIPYARD = Path(sys.executable).parent / "shipyard"
@@ -138,13 +139,4 @@ heartbeat_timeout: 3
 
 def _processes_of(master: Master) -> list[int]:
     """Processes still running in the master's trial directories."""
-    trials_dir = str(master.home / "trials")
-    alive = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if os.readlink(proc / "cwd").startswith(trials_dir):
-                    alive.append(int(proc.name))
-            except OSError:
-                continue
-    return alive
+    return procs.in_directory(str(master.home / "trials"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures import procs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -103,18 +104,14 @@ def _rank_pid(master: Master, exp_id: int, rank: int, past_step: int) -> int | N
     trials = master.experiment(exp_id)["trials"]
     if not trials or trials[0]["steps_completed"] < past_step:
         return None
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            env = dict(
-                item.split("=", 1)
-                for item in (proc / "environ").read_bytes().decode(errors="replace").split("\0")
-                if "=" in item
-            )
-        except OSError:
-            continue
-        if env.get("SHIPYARD_TRIAL_ID") == str(trials[0]["id"]) and env.get("RANK") == str(rank):
-            if env.get("SHIPYARD_MASTER") == master.url:
-                return int(proc.name)
-    return None
+    wanted = {
+        "SHIPYARD_TRIAL_ID": str(trials[0]["id"]),
+        "RANK": str(rank),
+        "SHIPYARD_MASTER": master.url,
+    }
+
+    def is_that_rank(proc: Path) -> bool:
+        env = procs.environ(proc)
+        return all(env.get(name) == value for name, value in wanted.items())
+
+    return next(iter(procs.find(is_that_rank)), None)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures import procs
 
 CODE = Path(__file__).parent / "trial_code"
 
@@ -104,18 +104,9 @@ def test_kill_terminates_the_trial_process_group(master):
     assert master.http.post(f"/experiments/{exp['id']}/kill").json()["state"] == "CANCELED"
     master.wait_for(lambda: master.trial(trial_id)["state"] == "CANCELED", what="trial canceled")
     workdir = str(master.home / "trials" / str(trial_id))
-
-    def still_running():
-        for pid in os.listdir("/proc"):
-            if pid.isdigit():
-                try:
-                    if os.readlink(f"/proc/{pid}/cwd") == workdir:
-                        return True
-                except OSError:
-                    pass
-        return False
-
-    master.wait_for(lambda: not still_running(), timeout=15, what="trial processes gone")
+    master.wait_for(
+        lambda: not procs.in_directory(workdir), timeout=15, what="trial processes gone"
+    )
 
 
 def test_pause_checkpoints_and_activate_resumes(master):
@@ -127,7 +118,15 @@ def test_pause_checkpoints_and_activate_resumes(master):
     master.wait_for(lambda: master.trial(trial_id)["state"] == "PAUSED", what="trial paused")
     assert any(line.startswith("preempted at step") for line in master.logs(trial_id))
     paused_at = master.trial(trial_id)["steps_completed"]
-    time.sleep(0.5)
+    # Once its process is gone and the master has given its slot back, no step can come.
+    workdir = str(master.home / "trials" / str(trial_id))
+    master.wait_for(
+        lambda: (
+            not procs.in_directory(workdir)
+            and all(s["trial_id"] != trial_id for s in master.http.get("/slots").json())
+        ),
+        what="the paused trial's process gone and its slot free",
+    )
     assert master.trial(trial_id)["steps_completed"] == paused_at
     assert master.http.post(f"/experiments/{exp_id}/activate").json()["state"] == "ACTIVE"
     master.wait_for(lambda: master.trial(trial_id)["run_id"] == 2, what="second run")
@@ -155,12 +154,7 @@ def test_trial_that_died_while_the_master_was_down_resumes_from_its_checkpoint(m
     master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= 12, what="progress")
     master.kill9()
     workdir = str(master.home / "trials" / str(trial_id))
-    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == workdir:
-                os.kill(int(pid), 9)  # the whole trial dies with no exit code recorded
-        except OSError:
-            pass
+    procs.kill(procs.in_directory(workdir))  # the whole trial dies with no exit code recorded
     master.start()
     done = master.wait(exp["id"], timeout=60)
     assert done["state"] == "COMPLETED"
@@ -182,18 +176,7 @@ def test_kill_of_a_trial_that_ignores_sigterm_frees_its_slot(tmp_path, monkeypat
         master.http.post(f"/experiments/{exp['id']}/kill")
         master.wait_for(lambda: master.trial(trial_id)["state"] == "CANCELED", what="canceled")
         workdir = str(master.home / "trials" / str(trial_id))
-        assert not _processes_in(workdir)  # SIGKILLed after the grace period
+        assert not procs.in_directory(workdir)  # SIGKILLed after the grace period
         assert master.http.get("/slots").json()[0]["trial_id"] is None
     finally:
         master.stop()
-
-
-def _processes_in(workdir: str) -> list[int]:
-    found = []
-    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == workdir:
-                found.append(int(pid))
-        except OSError:
-            pass
-    return found

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
 from tests.e2e.master import CODE, Master
+from tests.fixtures import procs
 from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
 
 pytestmark = pytest.mark.ray
@@ -45,18 +47,17 @@ def master(ray_cluster: RayCluster, tmp_path_factory) -> Iterator[Master]:
 
 def keeper_of(trial_id: int) -> tuple[int, int]:
     """(keeper pid, its parent: the Ray worker running the trial's actor)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if b"ray/keeper.py" in cmdline and f"SHIPYARD_TRIAL_ID={trial_id}".encode() in environ:
-            return int(entry.name), int(stat[1])
-    raise AssertionError(f"no keeper process of trial {trial_id}")
+
+    def keepers_parent(proc: Path) -> int | None:
+        if not any("ray/keeper.py" in arg for arg in procs.argv(proc)):
+            return None
+        if procs.environ(proc).get("SHIPYARD_TRIAL_ID") != str(trial_id):
+            return None
+        return int(procs.stat_fields(proc)[1])
+
+    found = procs.collect(keepers_parent)
+    assert found, f"no keeper process of trial {trial_id}"
+    return next(iter(found.items()))
 
 
 def test_a_random_search_runs_its_trials_as_ray_actors(master):
@@ -84,7 +85,7 @@ def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
     assert master.wait(exp["id"], timeout=90)["state"] == "COMPLETED"
     trial = master.trial(trial_id)
     assert len(trial["runs"]) == 2 and trial["state"] == "COMPLETED"
-    assert not Path(f"/proc/{keeper}").exists(), "the first run's processes outlived the worker"
+    assert not procs.exists(keeper), "the first run's processes outlived the worker"
     assert e2e.rerun_from_checkpoint(master, trial) >= 10
 
 
@@ -101,7 +102,20 @@ def test_a_restarted_master_reattaches_a_running_ray_trial(master):
     )
     keeper, _ = keeper_of(trial_id)
     e2e.restart_master(master, exp["id"], trial_id, timeout=90)  # the same actor, never relaunched
-    assert not Path(f"/proc/{keeper}").exists()
+    assert not procs.exists(keeper)
+
+
+def test_a_container_image_is_refused_at_submit_on_a_ray_pool(master):
+    config = replace(RAY, image="shipyard-test:py3").config("in-a-container", "{steps: 2}")
+    r = master.post_experiment(config, CODE)
+    assert r.status_code == 422, r.text
+    (detail,) = r.json()["error"]["details"]
+    assert detail["path"] == "environment.image"
+    assert (
+        "is a ray pool, which runs trials without containers: not supported yet"
+        in detail["message"]
+    )
+    assert detail["message"].endswith("use a local or kubernetes pool")
 
 
 def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from shipyard.launch import mpi
+from tests.fixtures import procs
 from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
 
 pytestmark = pytest.mark.mpi
@@ -184,16 +185,8 @@ def test_a_signal_to_the_launcher_stops_every_rank(tmp_path):
     assert "[launcher] the launcher got SIGTERM: sending SIGTERM to rank(s) 0, 1" in rest
     assert "[launcher] rank 1 still running after 1 s: SIGKILL" in rest
     for pid in pids:  # gone, or a zombie left to init (mpirun does not reap what it SIGKILLs)
-        assert not running(pid)
+        assert not procs.alive(pid)
     assert subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True).stdout == b""
-
-
-def running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def test_ctx_distributed_allgather_under_mpi(tmp_path):

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from shipyard.launch import _gang, _mpi_agent
+from shipyard.launch import _mpi_agent
+from shipyard.launch._gang import StopSignals
+from shipyard.launch._output import Output
+from tests.fixtures.procs import alive
 from tests.launch.launcher import by_rank, rank_env, script
-from tests.launch.test_mpi import needs_mpi4py, running
+from tests.launch.test_mpi import needs_mpi4py
 from tests.launch.test_multi_node import MPI, finish_nodes, run_nodes, start_nodes, text_of
 
 pytestmark = pytest.mark.mpi
@@ -126,15 +129,15 @@ def test_sigterm_stops_every_node_s_ranks_with_the_grace(tmp_path: Path):
     assert "[rank=2] rank 2 got SIGTERM" in text  # node 1's ranks had their SIGTERM
     assert "the launcher got SIGTERM: sending SIGTERM to this node's 2 rank(s)" in text
     for pid in pids:
-        assert not running(pid), text
+        assert not alive(pid), text
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True)
     assert leftover.stdout == "", text
 
 
 def test_the_agent_port_runs_nothing_without_the_token():
-    out = _gang.Output(open(os.devnull, "wb"))  # noqa: SIM115 - closed with the process
+    out = Output(open(os.devnull, "wb"))  # noqa: SIM115 - closed with the process
     host = _mpi_agent.OrtedHost(dict(os.environ), out)
-    signals = _gang.StopSignals()
+    signals = StopSignals()
     done = threading.Event()
     result: list[int] = []
     thread = threading.Thread(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shipyard.common.ports import free_port_pair
+from shipyard.common.ports import free_ports
 from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
 
 TORCH = "shipyard.launch.torch_distributed"
@@ -57,7 +57,7 @@ def start_nodes(
 ) -> list[subprocess.Popen]:
     """One launcher per node, node i with SHIPYARD_SLOT_IDS = slots[i]; all at once, each
     leading a process group of its own as under a backend."""
-    addr = f"127.0.0.1:{free_port_pair('127.0.0.1')}"
+    addr = f"127.0.0.1:{free_ports(2, '127.0.0.1', consecutive=True)[0]}"
     procs = []
     for rank, ids in enumerate(slots):
         env = env_of(
@@ -253,7 +253,7 @@ def test_the_docs_two_node_commands_run(tmp_path: Path):
     (commands,) = re.findall(r"```sh\n(SHIPYARD_NUM_NODES=2 .*?)```", text, flags=re.S)
     (train,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     script(tmp_path, "train.py", train)
-    port = free_port_pair("127.0.0.1")
+    port = free_ports(2, "127.0.0.1", consecutive=True)[0]
     procs = []
     for command in commands.replace("\\\n", " ").replace("&", "").strip().splitlines():
         words = shlex.split(command.replace("127.0.0.1:29500", f"127.0.0.1:{port}"))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures import procs
 from tests.launch.launcher import by_rank, env_of, rank_env, run_launcher, script
 
 MODULE = "shipyard.launch.torch_distributed"
@@ -178,7 +179,7 @@ def test_a_signal_to_the_launcher_stops_every_rank(tmp_path, sig):
     rest = proc.stdout.read()
     assert f"[launcher] the launcher got {signal.Signals(sig).name}" in rest
     for pid in pids:  # the ranks were the launcher's children and have been reaped
-        assert not Path(f"/proc/{pid}").exists()
+        assert not procs.exists(pid)
 
 
 def test_the_ranks_share_the_launchers_process_group(tmp_path):

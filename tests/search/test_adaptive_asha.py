@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from shipyard.common.errors import ConfigError
-from shipyard.search import Create, ExitReason, Shutdown, make_searcher
+from shipyard.search import Create, ExitReason, Shutdown
 from shipyard.search.adaptive_asha import AdaptiveAshaSearcher
 from shipyard.search.sampling import rng_for_trial, sample_point
 from shipyard.search.simulator import simulate
 from tests.search.replay import check_restarts, drive
-from tests.search.spaces import EVERY_TYPE, searcher_config
+from tests.search.spaces import EVERY_TYPE, build, searcher_config
 
 
 def config(**fields: object) -> dict:
@@ -18,7 +18,7 @@ def config(**fields: object) -> dict:
 
 
 def make(seed: int = 0, **fields: object) -> AdaptiveAshaSearcher:
-    searcher = make_searcher(config(**fields), EVERY_TYPE, seed)
+    searcher = build(config(**fields), EVERY_TYPE, seed)
     assert isinstance(searcher, AdaptiveAshaSearcher)
     return searcher
 
@@ -138,17 +138,17 @@ def test_restart_through_the_simulator_matches_the_uninterrupted_run() -> None:
     ("fields", "path", "text"),
     [
         ({"divisor": 1.5}, "searcher.divisor", "must be at least 2, got 1.5"),
-        ({"mode": "wild"}, "searcher.mode", "expected one of standard, aggressive"),
-        ({"max_rungs": 0}, "searcher.max_rungs", "expected a positive integer"),
+        ({"mode": "wild"}, "searcher.mode", "expected 'aggressive', 'standard' or"),
+        ({"max_rungs": 0}, "searcher.max_rungs", "must be at least 1, got 0"),
         ({"bracket_rungs": [6], "max_length": 100}, "searcher.max_length", "too short for 6"),
-        ({"bracket_rungs": ["2"]}, "searcher.bracket_rungs", "a list of positive integers"),
+        ({"bracket_rungs": ["2"]}, "searcher.bracket_rungs[0]", "expected an integer"),
         ({"bracket_rungs": [1, 2, 3], "max_trials": 2}, "searcher.max_trials", "too few"),
-        ({"max_trials": 0}, "searcher.max_trials", "positive integer"),
-        ({"max_length": None}, "searcher.max_time", "needs max_time"),
+        ({"max_trials": 0}, "searcher.max_trials", "must be at least 1, got 0"),
+        ({"max_length": None}, "searcher.max_length", "needs a training length"),
     ],
 )
 def test_bad_config_names_the_field(fields: dict, path: str, text: str) -> None:
     with pytest.raises(ConfigError) as info:
-        make_searcher(config(**fields), EVERY_TYPE, 0)
+        build(config(**fields), EVERY_TYPE, 0)
     assert info.value.details[0]["path"] == path
     assert info.value.message.startswith(path + ": ") and text in info.value.message

@@ -7,11 +7,11 @@ import math
 import pytest
 
 from shipyard.common.errors import ConfigError
-from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop, make_searcher
+from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop
 from shipyard.search.asha import AsyncHalvingSearcher
 from shipyard.search.simulator import simulate
 from tests.search.replay import check_restarts, drive
-from tests.search.spaces import EVERY_TYPE, searcher_config
+from tests.search.spaces import EVERY_TYPE, build, searcher_config
 
 
 def asha(**fields: object) -> dict:
@@ -21,7 +21,7 @@ def asha(**fields: object) -> dict:
 
 
 def make(seed: int = 0, **fields: object) -> AsyncHalvingSearcher:
-    searcher = make_searcher(asha(**fields), EVERY_TYPE, seed)
+    searcher = build(asha(**fields), EVERY_TYPE, seed)
     assert isinstance(searcher, AsyncHalvingSearcher)
     return searcher
 
@@ -177,7 +177,7 @@ def test_exactly_max_trials_concurrency_bounded_one_shutdown(concurrent: int) ->
         time_metric="batches",
         max_concurrent_trials=concurrent,
     )
-    run = simulate(make_searcher(config, EVERY_TYPE, 7), loss_curve, workers=4)
+    run = simulate(build(config, EVERY_TYPE, 7), loss_curve, workers=4)
     assert len(run.trials) == 30
     assert [t.request_id for t in run.trials] == [f"r{i:04d}" for i in range(1, 31)]
     assert run.peak_unfinished <= (concurrent or 16)
@@ -209,7 +209,7 @@ def test_restart_through_the_simulator_matches_the_uninterrupted_run() -> None:
     config = asha(max_trials=20, num_rungs=3, max_length=64, max_concurrent_trials=3)
 
     def fresh() -> AsyncHalvingSearcher:
-        return make_searcher(config, EVERY_TYPE, 5)  # type: ignore[return-value]
+        return build(config, EVERY_TYPE, 5)  # type: ignore[return-value]
 
     plain = simulate(fresh(), loss_curve, workers=2, validate_every=5)
     for every in (1, 2, 7):
@@ -222,16 +222,18 @@ def test_restart_through_the_simulator_matches_the_uninterrupted_run() -> None:
 def test_same_seed_same_points_in_creation_order() -> None:
     one = [r.hparams for r in make(seed=4, max_concurrent_trials=5).create_trials()]
     two = [r.hparams for r in make(seed=4, max_concurrent_trials=5).create_trials()]
-    random_points = make_searcher(
-        searcher_config("random", max_trials=5), EVERY_TYPE, 4
-    ).create_trials()
+    random_points = build(searcher_config("random", max_trials=5), EVERY_TYPE, 4).create_trials()
     assert one == two == [r.hparams for r in random_points]
 
 
 @pytest.mark.parametrize(
     ("fields", "path", "message"),
     [
-        ({"divisor": 1.5}, "searcher.divisor", "searcher.divisor: must be at least 2, got 1.5"),
+        (
+            {"divisor": 1.5},
+            "searcher.divisor",
+            "searcher.divisor: divisor must be at least 2, got 1.5",
+        ),
         ({"divisor": "4"}, "searcher.divisor", "searcher.divisor: expected a number, got '4'"),
         (
             {"max_time": 10, "time_metric": "batches", "num_rungs": 4, "divisor": 4},
@@ -243,18 +245,18 @@ def test_same_seed_same_points_in_creation_order() -> None:
             {"max_length": 3, "num_rungs": 2},
             "searcher.max_length",
             "searcher.max_length: max_length 3 is too short for 2 rungs with divisor 4: the "
-            "first rung would need 0.75 steps; use max_length >= 4 or fewer rungs",
+            "first rung would need 0.75; use max_length >= 4 or fewer rungs",
         ),
         ({"max_trials": 0}, "searcher.max_trials", None),
         ({"max_trials": None}, "searcher.max_trials", None),
         ({"num_rungs": None}, "searcher.num_rungs", None),
         ({"num_rungs": 0}, "searcher.num_rungs", None),
-        ({"max_length": None}, "searcher.max_time", None),
+        ({"max_length": None}, "searcher.max_length", None),
     ],
 )
 def test_bad_config_names_the_field(fields: dict, path: str, message: str | None) -> None:
     with pytest.raises(ConfigError) as info:
-        make_searcher(asha(**fields), EVERY_TYPE, 0)
+        build(asha(**fields), EVERY_TYPE, 0)
     assert info.value.details[0]["path"] == path
     assert info.value.message.startswith(path + ": ")
     if message is not None:

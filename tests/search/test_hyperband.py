@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from shipyard.common.errors import ConfigError
-from shipyard.search import ExitReason, SetTarget, Shutdown, Stop, make_searcher
+from shipyard.search import ExitReason, SetTarget, Shutdown, Stop
 from shipyard.search.hyperband import HyperbandSearcher
 from shipyard.search.simulator import simulate
 from tests.search.replay import check_restarts, drive
-from tests.search.spaces import EVERY_TYPE, searcher_config
+from tests.search.spaces import EVERY_TYPE, build, searcher_config
 
 
 def config(**fields: object) -> dict:
@@ -17,7 +17,7 @@ def config(**fields: object) -> dict:
 
 
 def make(seed: int = 0, **fields: object) -> HyperbandSearcher:
-    searcher = make_searcher(config(**fields), EVERY_TYPE, seed)
+    searcher = build(config(**fields), EVERY_TYPE, seed)
     assert isinstance(searcher, HyperbandSearcher)
     return searcher
 
@@ -185,12 +185,12 @@ def test_restart_through_the_simulator_matches_the_uninterrupted_run() -> None:
     [
         ({"divisor": 1.5}, "searcher.divisor", "must be at least 2, got 1.5"),
         ({"max_length": 2}, "searcher.max_length", "max_length 2 is too short for 2 rungs"),
-        ({"max_rungs": 0}, "searcher.max_rungs", "expected a positive integer"),
-        ({"max_length": None}, "searcher.max_time", "needs max_time"),
+        ({"max_rungs": 0}, "searcher.max_rungs", "must be at least 1, got 0"),
+        ({"max_length": None}, "searcher.max_length", "needs a training length"),
     ],
 )
 def test_bad_config_names_the_field(fields: dict, path: str, text: str) -> None:
     with pytest.raises(ConfigError) as info:
-        make_searcher(config(**fields), EVERY_TYPE, 0)
+        build(config(**fields), EVERY_TYPE, 0)
     assert info.value.details[0]["path"] == path
     assert info.value.message.startswith(path + ": ") and text in info.value.message

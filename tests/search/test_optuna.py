@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from shipyard.common.errors import ConfigError, NotSupportedYet
-from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop, make_searcher
-from shipyard.search.optuna_search import OptunaSearcher, preview_plan
+from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop
+from shipyard.search.optuna import OptunaSearcher, preview_plan
 from shipyard.search.simulator import simulate
 from tests.fixtures.require import module
 from tests.search.replay import check_restarts, drive
-from tests.search.spaces import searcher_config
+from tests.search.spaces import build, searcher_config, typed
 
 module("optuna", "the optuna extra; make setup installs it")
 
@@ -49,7 +49,7 @@ def optuna(**fields: Any) -> dict[str, Any]:
 
 
 def make(seed: int = 0, space: dict | None = None, **fields: Any) -> OptunaSearcher:
-    searcher = make_searcher(optuna(**fields), space or SPACE, seed)
+    searcher = build(optuna(**fields), space or SPACE, seed)
     assert isinstance(searcher, OptunaSearcher)
     return searcher
 
@@ -272,7 +272,7 @@ def test_a_nan_last_value_is_told_as_failed_with_a_note() -> None:
 def test_concurrency_defaults_to_four_and_errors_count() -> None:
     config = optuna(max_trials=5)
     del config["max_concurrent_trials"]
-    searcher = make_searcher(config, SPACE, 0)
+    searcher = build(config, SPACE, 0)
     requests = searcher.create_trials()
     assert len(requests) == 4
     assert len(make(max_concurrent_trials=0, max_trials=5).create_trials()) == 5  # no limit
@@ -420,7 +420,10 @@ def test_pruning_several_objectives_is_refused() -> None:
         ({"pruner": {"name": "asha", "num_rungs": 9}}, "searcher.max_length"),
         ({"max_trials": None}, "searcher.max_trials"),
         ({"objectives": []}, "searcher.objectives"),
-        ({"objectives": [{"metric": "a"}, {"metric": "a"}]}, "searcher.objectives[1].metric"),
+        (
+            {"objectives": [{"metric": "loss"}, {"metric": "loss"}]},
+            "searcher.objectives[1].metric",
+        ),
         ({"metric": "acc", "objectives": [{"metric": "loss"}]}, "searcher.metric"),
     ],
 )
@@ -450,9 +453,10 @@ def test_gp_without_torch_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_registry_imports_without_optuna() -> None:
     code = (
         "import sys; sys.modules['optuna'] = None\n"
+        "from shipyard.common.config import searcher_from_json\n"
         "from shipyard.search import SEARCHERS, make_searcher\n"
-        "from shipyard.search.optuna_search import preview_plan\n"
-        "config = {'name': 'optuna', 'metric': 'loss', 'max_trials': 3}\n"
+        "from shipyard.search.optuna import preview_plan\n"
+        "config = searcher_from_json({'name': 'optuna', 'metric': 'loss', 'max_trials': 3})\n"
         "print(preview_plan(config, {})['total_trials'])\n"
         "try:\n"
         "    make_searcher(config, {}, 0)\n"
@@ -474,7 +478,7 @@ def test_the_registry_imports_without_optuna() -> None:
 
 def test_preview_with_asha_counts_the_expected_trials_per_rung() -> None:
     plan = preview_plan(
-        optuna(max_trials=16, pruner={"name": "asha", "divisor": 4, "num_rungs": 3}), SPACE
+        typed(optuna(max_trials=16, pruner={"name": "asha", "divisor": 4, "num_rungs": 3})), SPACE
     )
     rungs = [(r["trials"], r["length"]) for r in plan["brackets"][0]["rungs"]]
     assert rungs == [(16, 2), (4, 10), (1, 40)]  # max(int(40 / 4**k), 1) ...
@@ -485,9 +489,9 @@ def test_preview_with_asha_counts_the_expected_trials_per_rung() -> None:
 
 
 def test_preview_without_asha_is_every_trial_to_the_full_length() -> None:
-    plan = preview_plan(optuna(pruner={"name": "median"}), SPACE)
+    plan = preview_plan(typed(optuna(pruner={"name": "median"})), SPACE)
     assert plan["compute"] == plan["random_search_compute"] == 12 * LENGTH
     assert plan["ratio"] == 1.0
     assert "decides at run time" in plan["note"]
-    no_length = preview_plan(optuna(max_length=None), SPACE)
+    no_length = preview_plan(typed(optuna(max_length=None)), SPACE)
     assert (no_length["unit"], no_length["compute"], no_length["brackets"]) == ("trials", 12, [])

@@ -10,11 +10,12 @@ import random
 import pytest
 
 from shipyard.common.errors import ConfigError
-from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop, make_searcher
-from shipyard.search.pbt import PbtSearcher, explore_point, preview_plan
+from shipyard.search import Create, ExitReason, SetTarget, Shutdown, Stop
+from shipyard.search.pbt import PbtSearcher, preview_plan
+from shipyard.search.pbt_explore import explore_point
 from shipyard.search.simulator import simulate
 from tests.search.replay import check_restarts, drive
-from tests.search.spaces import EVERY_TYPE, searcher_config
+from tests.search.spaces import EVERY_TYPE, build, searcher_config, typed
 
 L = 10  # length_per_round
 
@@ -24,7 +25,7 @@ def pbt(**fields: object) -> dict:
         "pbt",
         population_size=8,
         num_rounds=3,
-        length_per_round=L,
+        length_per_round={"batches": L},  # a config gives a length with its unit
         replace_function={"truncate_fraction": 0.25},
         explore_function={"resample_probability": 0.0, "perturb_factor": 0.2},
     )
@@ -34,7 +35,7 @@ def pbt(**fields: object) -> dict:
 
 
 def make(seed: int = 0, **fields: object) -> PbtSearcher:
-    searcher = make_searcher(pbt(**fields), EVERY_TYPE, seed)
+    searcher = build(pbt(**fields), EVERY_TYPE, seed)
     assert isinstance(searcher, PbtSearcher)
     return searcher
 
@@ -277,7 +278,7 @@ def test_restart_with_a_time_metric_and_overshooting_validations() -> None:
             {"replace_function": {"truncate_fraction": 0.6}},
             "searcher.replace_function.truncate_fraction",
         ),
-        ({"replace_function": None}, "searcher.replace_function.truncate_fraction"),
+        ({"replace_function": None}, "searcher.replace_function"),
         (
             {"explore_function": {"resample_probability": 1.5, "perturb_factor": 0.1}},
             "searcher.explore_function.resample_probability",
@@ -306,7 +307,7 @@ def test_length_per_round_in_determined_form() -> None:
 
 
 def test_preview_plan_against_random_search() -> None:
-    plan = preview_plan(pbt(), EVERY_TYPE)
+    plan = preview_plan(typed(pbt()), EVERY_TYPE)
     assert plan == {
         "searcher": "pbt",
         "unit": "steps",
@@ -323,4 +324,4 @@ def test_preview_plan_against_random_search() -> None:
         "random_search_compute": 12 * 3 * L,
         "ratio": 240 / 360,
     }
-    assert preview_plan(pbt(time_metric="batches"), EVERY_TYPE)["unit"] == "batches"
+    assert preview_plan(typed(pbt(time_metric="batches")), EVERY_TYPE)["unit"] == "batches"

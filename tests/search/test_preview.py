@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from shipyard.common.errors import ConfigError
-from shipyard.search import preview as preview_module
+from shipyard.search import optuna, pbt
 from shipyard.search.preview import preview
-from tests.search.spaces import EVERY_TYPE, searcher_config
+from tests.search.spaces import EVERY_TYPE, searcher_config, typed
 
 
 def test_async_halving_plan_and_compute() -> None:
@@ -22,7 +23,7 @@ def test_async_halving_plan_and_compute() -> None:
         max_time=1000,
         time_metric="batches",
     )
-    plan = preview(config, EVERY_TYPE, 0)
+    plan = preview(typed(config), EVERY_TYPE, 0)
     assert plan["unit"] == "batches"
     [bracket] = plan["brackets"]
     assert bracket["rungs"] == [
@@ -40,7 +41,7 @@ def test_async_halving_plan_and_compute() -> None:
 
 
 def test_adaptive_asha_brackets_and_at_least_one_at_the_top() -> None:
-    plan = preview(searcher_config("adaptive_asha", max_trials=100, max_length=1000), {}, 0)
+    plan = preview(typed(searcher_config("adaptive_asha", max_trials=100, max_length=1000)), {}, 0)
     assert [b["trials"] for b in plan["brackets"]] == [70, 22, 8]
     assert [[r["trials"] for r in b["rungs"]] for b in plan["brackets"]] == [
         [70, 17, 4, 1],
@@ -58,7 +59,7 @@ def test_adaptive_asha_brackets_and_at_least_one_at_the_top() -> None:
 
 
 def test_hyperband_plan_is_the_papers() -> None:
-    plan = preview(searcher_config("hyperband", max_length=81), EVERY_TYPE, 0)
+    plan = preview(typed(searcher_config("hyperband", max_length=81)), EVERY_TYPE, 0)
     assert [b["trials"] for b in plan["brackets"]] == [81, 34, 15, 8, 5]
     assert [b["compute"] for b in plan["brackets"]] == [297, 276, 279, 324, 405]
     assert plan["compute"] == 1581 and plan["total_trials"] == 143
@@ -72,7 +73,7 @@ def test_hyperband_plan_is_the_papers() -> None:
 def test_single_random_grid_train_every_trial_to_the_full_length(
     name: str, fields: dict, trials: int
 ) -> None:
-    plan = preview(searcher_config(name, **fields), EVERY_TYPE, 0)
+    plan = preview(typed(searcher_config(name, **fields)), EVERY_TYPE, 0)
     assert plan["brackets"] == [
         {
             "bracket": 0,
@@ -85,37 +86,38 @@ def test_single_random_grid_train_every_trial_to_the_full_length(
 
 
 def test_without_a_length_compute_is_in_trials() -> None:
-    plan = preview(searcher_config("random", max_trials=5, max_length=None), EVERY_TYPE, 0)
+    plan = preview(typed(searcher_config("random", max_trials=5, max_length=None)), EVERY_TYPE, 0)
     assert plan["unit"] == "trials" and plan["compute"] == 5
     assert "no max_length or max_time" in plan["note"]
 
 
-def test_other_searchers_preview_themselves_or_say_they_cannot(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(preview_module.SELF_PREVIEWING, "nothing", "shipyard.search.no_such")
-    plan = preview({"name": "nothing"}, {}, 0)
-    assert plan["note"] == "no preview for nothing"
-    assert plan["searcher"] == "nothing" and plan["brackets"] == [] and plan["ratio"] is None
-
-
-@pytest.mark.parametrize("name", ["pbt", "optuna"])
-def test_pbt_and_optuna_plans_come_from_their_modules(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls: list[tuple[dict, dict]] = []
-
-    class Module:
-        @staticmethod
-        def preview_plan(searcher: dict, space: dict) -> dict:
-            calls.append((searcher, space))
-            return {"searcher": name, "brackets": []}
-
-    monkeypatch.setattr(preview_module.importlib, "import_module", lambda _: Module)
-    assert preview({"name": name, "x": 1}, {"s": 2}, 0) == {"searcher": name, "brackets": []}
-    assert calls == [({"name": name, "x": 1}, {"s": 2})]
+@pytest.mark.parametrize(
+    ("package", "fields"),
+    [
+        (
+            pbt,
+            {
+                "name": "pbt",
+                "max_length": None,
+                "population_size": 4,
+                "num_rounds": 3,
+                "length_per_round": {"batches": 10},
+                "replace_function": {"truncate_fraction": 0.25},
+                "explore_function": {"resample_probability": 0.2, "perturb_factor": 0.2},
+            },
+        ),
+        (optuna, {"name": "optuna", "max_trials": 12}),
+    ],
+)
+def test_pbt_and_optuna_plans_come_from_their_packages(package: Any, fields: dict) -> None:
+    config = typed(searcher_config(**fields))
+    plan = preview(typed(config), EVERY_TYPE, 0)
+    assert plan == package.preview_plan(config, EVERY_TYPE)
+    assert plan["searcher"] == fields["name"] and plan["total_trials"] > 0
 
 
 def test_bad_config_is_the_same_config_error_as_at_start() -> None:
-    with pytest.raises(ConfigError, match=r"searcher\.divisor: must be at least 2, got 1\.5"):
-        preview(searcher_config("hyperband", divisor=1.5), EVERY_TYPE, 0)
+    with pytest.raises(
+        ConfigError, match=r"searcher\.divisor: divisor must be at least 2, got 1\.5"
+    ):
+        preview(typed(searcher_config("hyperband", divisor=1.5)), EVERY_TYPE, 0)

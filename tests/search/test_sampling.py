@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
+from shipyard.common.config import config_from_dict
 from shipyard.common.errors import ConfigError
 from shipyard.search.sampling import (
     float_grid,
     grid_axes,
     int_grid,
     sample_point,
-    validate_space,
 )
 from tests.search.spaces import EVERY_TYPE
 
@@ -78,34 +79,50 @@ def test_log_grid_is_base_to_evenly_spaced_exponents() -> None:
     assert all(isinstance(value, float) for value in values)
 
 
+# The space's rules live in the config models (they check the space as written); the
+# searchers receive it checked.
+
+
+def _load(hyperparameters: dict, searcher: str = "grid") -> None:
+    section = {"name": searcher, "metric": "loss"}
+    if searcher != "grid":
+        section["max_trials"] = 2
+    config_from_dict(
+        {"entrypoint": "python3 train.py", "hyperparameters": hyperparameters, "searcher": section}
+    )
+
+
 def test_empty_grid_axis_is_refused_naming_the_hyperparameter() -> None:
     drop = {"type": "double", "minval": 0, "maxval": 1, "count": 0}
-    space = {"arch": {"type": "object", "vals": {"drop": drop}}}
     with pytest.raises(ConfigError) as info:
-        grid_axes(space)
+        _load({"arch": {"drop": drop}})
     assert "hyperparameters.arch.drop" in str(info.value)
-    assert info.value.details[0]["path"] == "hyperparameters.arch.drop"
+    assert info.value.details[0]["path"] == "hyperparameters.arch.drop.count"
 
 
 def test_grid_needs_a_count_for_double_and_log() -> None:
-    space = {"lr": {"type": "log", "minval": -4, "maxval": -1, "base": 10, "count": None}}
-    with pytest.raises(ConfigError, match=r"hyperparameters\.lr: grid search needs a 'count'"):
-        grid_axes(space)
+    lr = {"type": "log", "minval": -4, "maxval": -1, "base": 10}
+    with pytest.raises(ConfigError, match=r"hyperparameters\.lr\.count: grid search needs a count"):
+        _load({"lr": lr})
 
 
 @pytest.mark.parametrize(
-    ("spec", "message"),
+    ("spec", "path", "message"),
     [
-        ({"type": "int", "minval": 5, "maxval": 1}, "minval 5 is greater than maxval 1"),
-        ({"type": "int", "minval": 0.5, "maxval": 1}, "must be integers"),
-        ({"type": "categorical", "vals": []}, "non-empty list"),
-        ({"type": "uniform", "minval": 0, "maxval": 1}, "type one of"),
-        ({"type": "log", "minval": 0, "maxval": 1, "base": -2}, "base must be a positive"),
-        ({"type": "double", "minval": 0, "maxval": 1, "count": -1}, "count must be"),
-        ({"type": "const"}, "needs 'val'"),
+        (
+            {"type": "int", "minval": 5, "maxval": 1},
+            "x.maxval",
+            "maxval (1) is smaller than minval",
+        ),
+        ({"type": "int", "minval": 0.5, "maxval": 1}, "x.minval", "expected an integer"),
+        ({"type": "categorical", "vals": []}, "x.vals", "has no values"),
+        ({"type": "uniform", "minval": 0, "maxval": 1}, "x.type", "unknown hyperparameter type"),
+        ({"type": "log", "minval": 0, "maxval": 1, "base": -2}, "x.base", "base must be positive"),
+        ({"type": "double", "minval": 0, "maxval": 1, "count": -1}, "x.count", "must be at least"),
+        ({"type": "const"}, "x.val", "required field is missing"),
     ],
 )
-def test_malformed_spec_is_refused_with_its_path(spec: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=message) as info:
-        validate_space({"arch": {"type": "object", "vals": {"x": spec}}})
-    assert info.value.details[0]["path"] == "hyperparameters.arch.x"
+def test_malformed_spec_is_refused_with_its_path(spec: dict, path: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        _load({"arch": {"x": spec}}, searcher="random")
+    assert info.value.details[0]["path"] == f"hyperparameters.arch.{path}"

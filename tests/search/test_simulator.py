@@ -15,11 +15,10 @@ from shipyard.search import (
     Shutdown,
     Stop,
     TrialRequest,
-    make_searcher,
 )
 from shipyard.search.options import SearcherOptions
 from shipyard.search.simulator import SimulationError, simulate
-from tests.search.spaces import searcher_config
+from tests.search.spaces import build, searcher_config
 
 # x takes 3, 1, 2 in grid order: final values 3.1, 1.1, 2.1 at t = 10
 XS = {"x": {"type": "categorical", "vals": [3, 1, 2]}}
@@ -30,7 +29,7 @@ def curve(hparams: dict, t: int) -> float:
 
 
 def grid(**fields: object) -> Searcher:
-    return make_searcher(searcher_config("grid", **{"max_length": 10, **fields}), XS, 0)
+    return build(searcher_config("grid", **{"max_length": 10, **fields}), XS, 0)
 
 
 def test_one_worker_runs_trials_one_after_another() -> None:
@@ -70,7 +69,7 @@ def test_compute_to_reach_counts_compute_when_the_best_first_got_there() -> None
 
 def test_time_metric_is_reported_with_the_metric() -> None:
     seen: list[tuple[dict, int]] = []
-    searcher = make_searcher(
+    searcher = build(
         searcher_config("single", max_length=None, max_time=4, time_metric="batches"), XS, 0
     )
     original = searcher.on_validation
@@ -166,7 +165,7 @@ def test_restarts_through_json_change_nothing() -> None:
     space = {"x": {"type": "int", "minval": 0, "maxval": 9}}
 
     def fresh() -> Searcher:
-        return make_searcher(config, space, 1)
+        return build(config, space, 1)
 
     plain = simulate(fresh(), curve, workers=2)
     again = simulate(fresh(), curve, workers=2, restart_every=1, rebuild=fresh)
@@ -178,9 +177,7 @@ def test_seed_orders_simultaneous_events_only() -> None:
         "async_halving", max_trials=12, num_rungs=2, max_length=16, max_concurrent_trials=4
     )
     space = {"x": {"type": "double", "minval": 0, "maxval": 1}}
-    runs = [
-        simulate(make_searcher(config, space, 0), curve, workers=4, seed=seed) for seed in range(4)
-    ]
+    runs = [simulate(build(config, space, 0), curve, workers=4, seed=seed) for seed in range(4)]
     assert len({repr(run.actions) for run in runs}) > 1  # different interleavings
-    again = simulate(make_searcher(config, space, 0), curve, workers=4, seed=2)
+    again = simulate(build(config, space, 0), curve, workers=4, seed=2)
     assert again.actions == runs[2].actions  # and each is deterministic

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import delete, event, select
 
 from shipyard.common import api
+from shipyard.common.config import load_config
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import experiments, metric_series, metrics, stored_curves, views
@@ -30,12 +31,16 @@ def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool
     keys = metrics.MetricKeyCache()
     with db.write() as s:
         ws = experiments.workspace_id("default", session=s)
-        searcher = {"name": "random", "metric": metric, "smaller_is_better": smaller}
+        config = load_config(
+            "entrypoint: python3 train.py\n"
+            f"searcher: {{name: random, metric: {metric}, max_trials: 1000, "
+            f"smaller_is_better: {'true' if smaller else 'false'}}}"
+        ).to_json_dict()
         exp = orm.Experiment(
             workspace_id=ws,
             project="p",
             name=f"{n_trials} trials",
-            config={"searcher": searcher},
+            config=config,
             config_yaml="",
             state="COMPLETED",
             seed=1,

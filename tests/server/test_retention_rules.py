@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from shipyard.common.config import load_config
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
@@ -22,7 +23,9 @@ def test_a_childs_starting_checkpoint_outlives_its_parent(tmp_path):
             workspace_id=ws.id,
             project="p",
             name="pbt",
-            config={"searcher": {}},
+            config=load_config(
+                "entrypoint: python3 pbt.py\nsearcher: {name: single, metric: loss}"
+            ).to_json_dict(),
             config_yaml="",
             state="ACTIVE",
             seed=1,

@@ -1,7 +1,7 @@
 """Slot assignment: priority first, gangs get all their slots or wait, max_slots caps."""
 
 from shipyard.backends.base import Slot
-from shipyard.server.workers.scheduler import Request, Running, assign, preemptions, queue_order
+from shipyard.server.services.scheduler import Request, Running, assign, preemptions, queue_order
 
 SLOTS = [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(4)]
 

@@ -6,7 +6,6 @@ points again)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +20,7 @@ from shipyard.server.services import metrics
 from shipyard.server.services.metric_series import chart_points
 from shipyard.server.workers.curve_keeper import CurveKeeper
 from tests.e2e.master import Master
+from tests.fixtures.poll import poll
 from tests.server.test_fixed_queries import add_experiment
 from tests.server.test_fixed_queries import curves as read_curves
 
@@ -225,9 +225,13 @@ def searcher_curves_stored(db: Database) -> dict[int, int]:
 def test_the_master_stores_ended_trials_curves_before_a_page_asks(ended):
     master, db = ended.master, ended.db
     trial_ids = sorted(t["id"] for t in ended.experiment["trials"])
-    deadline = time.monotonic() + 30
-    while sorted(searcher_curves_stored(db)) != trial_ids and time.monotonic() < deadline:
-        time.sleep(0.2)
+    poll(
+        lambda: searcher_curves_stored(db),
+        "every trial's searcher curve stored",
+        until=lambda stored: sorted(stored) == trial_ids,
+        timeout_s=30,
+        every_s=0.2,
+    )
     # as the experiment page asks: its searcher metric, the points the master picks
     assert searcher_curves_stored(db) == {t: chart_points(2) for t in trial_ids}
     r = master.http.get(

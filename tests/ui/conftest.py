@@ -32,6 +32,7 @@ CHROMIUM_ARGS = [
     "--disable-gpu",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
+TWO_FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def asha_config() -> str:
@@ -180,7 +181,8 @@ class Browser:
 
     def screenshot(self, name: str) -> None:
         """ui-<name>.png (ui-<name>-dark.png) in the test's output folder."""
-        self.page.wait_for_timeout(200)  # the charts' last frame
+        # The charts draw in an animation frame: the second frame from now comes after it.
+        self.page.evaluate(TWO_FRAMES)
         file = f"ui-{name}{'-dark' if self.dark else ''}.png"
         self.page.screenshot(path=str(self.site.shots / file), full_page=True)
 

@@ -16,6 +16,7 @@ import uuid
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures.poll import poll
 
 pytestmark = pytest.mark.browser
 
@@ -131,9 +132,10 @@ def test_the_experiments_of_one_user(browser, site):
 
 def test_a_line_the_trial_prints_shows_in_its_logs_within_2_s(browser, site):
     trial_id = site.live_trials[0]
+    long_polls = api_requests(browser.page, rf"/api/v1/trials/{trial_id}/logs\?.*wait_s=[1-9]")
     page = browser.open(f"/trials/{trial_id}?tab=logs", ".log-line")
     page.wait_for_selector("#log-view >> text=echo trial ready")
-    page.wait_for_timeout(500)  # the page now waits on its long poll
+    poll(lambda: long_polls, "the page's long poll", timeout_s=10, pause=in_page_time(page))
     line = f"hello from the browser test {uuid.uuid4().hex}"
     started = time.monotonic()
     site.say(trial_id, line)
@@ -225,19 +227,30 @@ def api_requests(page, pattern: str) -> list[str]:
     return seen
 
 
+def in_page_time(page):
+    """A pause for poll() that lets the page run (and its events reach the test)."""
+    return lambda seconds: page.wait_for_timeout(seconds * 1000)
+
+
+def asks_nothing_more(page) -> None:
+    """Let a minute of the page's time pass at once (every timer it set fires: a poller
+    still going asks again), then wait for a request of the test's own: whatever the page
+    asked before it has been seen by then. The page's clock must have been installed."""
+    page.clock.run_for(60_000)
+    with page.expect_request(re.compile(r"/api/v1/master\?after-the-page$")):
+        page.evaluate("fetch('/api/v1/master?after-the-page').then((answer) => answer.status)")
+
+
 def test_a_page_left_while_it_loads_asks_no_more(browser, site):
     """Leaving the running experiment's page before its first answer arrives (client-side
     navigation) stops its polling: the late answer starts nothing."""
     exp_id = site.live_id
+    browser.page.clock.install()
     page = browser.open("/", f"a[href='/experiments/{exp_id}']")
     held = []
     page.route(f"**/api/v1/experiments/{exp_id}", lambda route: held.append(route))  # it waits
     page.click(f"a[href='/experiments/{exp_id}']")
-    for _ in range(100):
-        if held:
-            break
-        page.wait_for_timeout(50)
-    assert held, "the experiment page asked for nothing"
+    poll(lambda: held, "the experiment page's request", timeout_s=5, pause=in_page_time(page))
     page.click("a[data-nav=cluster]")
     page.wait_for_selector("h1:has-text('Cluster')")
     later = api_requests(page, rf"/api/v1/experiments/{exp_id}(/|\?|$)")
@@ -246,17 +259,18 @@ def test_a_page_left_while_it_loads_asks_no_more(browser, site):
     except Exception:
         pass
     page.unroute(f"**/api/v1/experiments/{exp_id}")
-    page.wait_for_timeout(3_000)
+    asks_nothing_more(page)
     assert later == []
 
 
 @pytest.mark.parametrize("what", ["trials", "experiments"])
 def test_a_page_of_nothing_says_so_and_stops_asking(browser, site, what):
     page = browser.page
+    page.clock.install()
     asked = api_requests(page, rf"/api/v1/{what}/99999(/|\?|$)")
     browser.open(f"/{what}/99999", ".error-box")
     assert f"{what[:-1]} 99999 does not exist" in page.inner_text(".error-box")
-    page.wait_for_timeout(3_000)
+    asks_nothing_more(page)
     assert len(asked) == 1, asked
     assert page.inner_text("#live-status") == ""  # not "Master not answering; retrying"
     # The browser reports the 404 as a console error; it is the one this test expects.

@@ -1,8 +1,9 @@
 """Where trials run: the Backend interface (see DESIGN.md, "The interfaces").
 
-A backend knows slots and processes, never the database. Optional features are mixins
-found with `issubclass`, e.g. `LogSource` for a backend that can hand the master the
-output of what it runs.
+A backend knows slots and processes, never the database. What a backend can do beyond the
+ABC is a mixin it declares, and callers ask with `issubclass`/`isinstance`, never by the
+backend's name: `LogSource` (hands the master what its trials print), `RunsImages` and
+`NeedsImage` (containers), `OnTheMastersMachine` (pools that split the master's machine).
 """
 
 from __future__ import annotations
@@ -133,3 +134,20 @@ class LogSource(abc.ABC):
     def read_output(self, handle: Handle, offset: int, final: bool = False) -> tuple[bytes, int]:
         """Bytes written since offset and the new offset: whole lines only, unless final
         (the trial has exited, so a last line without a newline is complete too)."""
+
+
+class RunsImages:
+    """Mixin: ``launch`` runs a spec that names an image in a container of that image. A
+    backend without it runs trials in its nodes' environment, so the master refuses an
+    experiment with environment.image for its pools at submit."""
+
+
+class NeedsImage(RunsImages):
+    """Mixin: every trial runs in a container, so the master refuses an experiment without
+    environment.image for its pools at submit."""
+
+
+class OnTheMastersMachine:
+    """Mixin: runs trials on the master's own machine. The master makes one such backend and
+    its pools split that machine's slots (a count or a list of slot ids each); a backend
+    without it is an engine of its own, made per pool, whose pool takes a count of its slots."""

@@ -44,9 +44,19 @@ def check_type(name: str) -> None:
     raise ConfigError(f"unknown backend type {name!r}; known: {', '.join(_KNOWN)}")
 
 
+def backend_class(name: str) -> type[Backend]:
+    """The class of a backend type: what it can do is in its mixins (backends/base.py).
+    Its module imports no SDK, so this is cheap."""
+    check_type(name)
+    return _load(_KNOWN[name][1])
+
+
+def types_with(capability: type) -> list[str]:
+    """The backend types whose class has this mixin, in the registry's order."""
+    return [name for name in _KNOWN if issubclass(backend_class(name), capability)]
+
+
 def make_backend(options: BackendOptions, *, pool: str) -> Backend:
-    """The backend of one pool on an engine of its own (local pools share the master's one
-    LocalBackend, made by the master)."""
-    check_type(options.type)
-    cls: type[Backend] = _load(_KNOWN[options.type][1])
-    return cls(options, pool=pool)  # type: ignore[call-arg]
+    """The backend of one pool on an engine of its own (the pools of the master's machine
+    share one backend, made by the master)."""
+    return backend_class(options.type)(options, pool=pool)  # type: ignore[call-arg]

@@ -26,7 +26,6 @@ STATE_STYLES = {
     "STARTING": "cyan",
     "QUEUED": "dim",
     "PAUSED": "yellow",
-    "RESTARTING": "yellow",
     "COMPLETED": "green",
     "STOPPED": "green",
     "ERRORED": "red",

@@ -1,4 +1,5 @@
-"""Lifecycle states of experiments and trials (see DESIGN.md, "Trial lifecycle")."""
+"""Lifecycle states of experiments and trials. Which event moves a trial between them:
+server/services/lifecycle.py (docs/architecture.md, "Trial lifecycle")."""
 
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ class TrialState(StrEnum):
     QUEUED = "QUEUED"
     STARTING = "STARTING"
     RUNNING = "RUNNING"
-    RESTARTING = "RESTARTING"
     PAUSED = "PAUSED"
     COMPLETED = "COMPLETED"
     STOPPED = "STOPPED"
@@ -35,10 +35,6 @@ class TrialState(StrEnum):
     @property
     def terminal(self) -> bool:
         return self in TERMINAL_TRIAL_STATES
-
-    @property
-    def holds_slots(self) -> bool:
-        return self in (TrialState.STARTING, TrialState.RUNNING)
 
 
 TERMINAL_TRIAL_STATES = frozenset(

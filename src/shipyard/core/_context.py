@@ -19,7 +19,7 @@ from shipyard.core.info import Info, info_from_env
 from shipyard.core.preempt import LocalPreempt, MasterPreempt, PreemptContext
 from shipyard.core.searcher import LocalSearcher, MasterSearcher, SearcherContext
 from shipyard.core.train import DEFAULT_FLUSH_TIMEOUT_S, LocalTrain, TrainContext
-from shipyard.storage import CheckpointStorage, SharedFSStorage, storage_from_dict
+from shipyard.storage import CheckpointStorage, storage_at
 
 LOCAL_CHECKPOINT_DIR = "checkpoints"
 
@@ -209,18 +209,27 @@ def _worker_run_error(info: Info, rank: int, message: str) -> None:
 
 
 def _storage_from_env() -> CheckpointStorage:
-    config = env_json("SHIPYARD_CHECKPOINT_STORAGE")
-    if config is None:
+    """The master validated the experiment's checkpoint_storage and resolved it to one
+    directory: the variable carries it, ``{"type": "shared_fs", "base_path": "/abs/dir"}``."""
+    name = "SHIPYARD_CHECKPOINT_STORAGE"
+    where = env_json(name)
+    if where is None:
+        raise InvalidRequest(f"{name} is not set: the master sets it for every trial")
+    where = where if isinstance(where, dict) else {}
+    base_path = where.get("base_path")
+    kind = where.get("type", "shared_fs")
+    if kind not in ("shared_fs", "directory") or not str(base_path or "").startswith("/"):
         raise InvalidRequest(
-            "SHIPYARD_CHECKPOINT_STORAGE is not set: the master sets it for every trial"
+            f'environment variable {name} must be {{"type": "shared_fs", "base_path": '
+            f'"/an/absolute/dir"}}, got {env_str(name)}'
         )
-    return storage_from_dict(config)
+    return storage_at(str(base_path))
 
 
 def _local_storage(default_dir: Path) -> CheckpointStorage:
     if env_str("SHIPYARD_CHECKPOINT_STORAGE") is not None:
         return _storage_from_env()
-    return SharedFSStorage(default_dir)
+    return storage_at(default_dir)
 
 
 def _heartbeat(http: Any, trial_id: int, run_id: int) -> Any:

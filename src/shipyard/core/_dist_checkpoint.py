@@ -148,7 +148,7 @@ class DistributedCheckpoint:
 
     def _worker_path(self, uuid: str) -> Path:
         try:
-            return Path(self.storage.location(uuid))
+            return self.storage.shared_dir(uuid)
         except OSError as exc:
             raise CheckpointWriteError(
                 f"cannot open checkpoint {uuid}: {_describe(exc)}", errno=exc.errno

@@ -38,11 +38,20 @@ def failure_message(exc: BaseException) -> str | None:
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
-def send_run_error(http: JsonHttp, trial_id: int, run_id: int, message: str) -> None:
-    """POST the message to the master; a failure is noted on stderr and otherwise ignored,
-    so it never hides the exception it describes."""
-    body = {"run_id": run_id, "message": message}
+def send_run_error(
+    http: JsonHttp,
+    trial_id: int,
+    run_id: int,
+    message: str,
+    *,
+    append: bool = False,
+    who: str = "[shipyard] ",
+) -> None:
+    """POST the message to the master; a failure is noted on stderr (its line starting with
+    ``who``) and otherwise ignored, so it never hides the exception it describes.
+    ``append``: keep what the run already reported (a gang launcher naming the failed rank)."""
+    body = {"run_id": run_id, "message": message, **({"append": True} if append else {})}
     try:
         http.request("POST", f"/api/v1/trials/{trial_id}/run-error", body, timeout_s=TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - see the docstring
-        print(f"[shipyard] could not tell the master why this run failed: {exc}", file=sys.stderr)
+        print(f"{who}could not tell the master why this run failed: {exc}", file=sys.stderr)

@@ -99,10 +99,10 @@ class LocalCheckpoint:
 
     @contextlib.contextmanager
     def restore_path(self, uuid: str, *, reshard: bool = False) -> Iterator[Path]:
-        path = self.storage.restore_path(uuid)
-        if not reshard:
-            check_shards(self.read_metadata(uuid), uuid, world_size=1)
-        yield path
+        with self.storage.restore_path(uuid) as path:
+            if not reshard:
+                check_shards(self.read_metadata(uuid), uuid, world_size=1)
+            yield path
 
     def upload(
         self,

@@ -36,7 +36,10 @@ import time
 from collections.abc import Callable
 from typing import BinaryIO
 
-from shipyard.launch import _gang, _procs
+from shipyard.launch import _procs
+from shipyard.launch._exits import EXIT_TERMINATED, EXIT_USAGE, describe_exit, exit_status
+from shipyard.launch._gang import POLL_S, StopSignals
+from shipyard.launch._output import Output, join_all
 
 AGENTS_ENV = "SHIPYARD_MPI_AGENTS"
 PROG = "shipyard.launch._mpi_agent"
@@ -67,7 +70,7 @@ def read_frame(stream: BinaryIO) -> tuple[bytes, bytes] | None:
 def agent(argv: list[str], env: dict[str, str]) -> int:
     if len(argv) < 2:
         print(f"{PROG}: usage: {PROG} HOST COMMAND... (run by mpirun)", file=sys.stderr)
-        return _gang.EXIT_USAGE
+        return EXIT_USAGE
     host, words = argv[0], argv[1:]
     try:
         addr, port, token = json.loads(env.get(AGENTS_ENV, "{}"))[host].rsplit(":", 2)
@@ -103,28 +106,26 @@ def agent(argv: list[str], env: dict[str, str]) -> int:
 class OrtedHost:
     """Runs the one command node 0's agent sends (Open MPI's daemon) and relays it back."""
 
-    def __init__(self, env: dict[str, str], out: _gang.Output) -> None:
+    def __init__(self, env: dict[str, str], out: Output) -> None:
         self.env = env
         self.out = out
         self.token = secrets.token_hex(16)
         self._listener = socket.create_server(("", 0))  # node 0 comes from outside
-        self._listener.settimeout(_gang._POLL_S)
+        self._listener.settimeout(POLL_S)
         self.proc: subprocess.Popen | None = None
 
     @property
     def port(self) -> int:
         return int(self._listener.getsockname()[1])
 
-    def serve(
-        self, signals: _gang.StopSignals, host_left: Callable[[], bool], grace_s: float
-    ) -> int:
+    def serve(self, signals: StopSignals, host_left: Callable[[], bool], grace_s: float) -> int:
         """Until the daemon ends (its exit status), a stop signal (143 after stopping the
         ranks) or node 0's launcher leaving before it started one (1)."""
         try:
             accepted = self._accept(signals, host_left)
             if accepted is None:
                 if signals.received is not None:
-                    return _gang.EXIT_TERMINATED
+                    return EXIT_TERMINATED
                 self.out.say("node 0's launcher ended before its mpirun started ranks here")
                 return 1
             with accepted[0]:
@@ -133,7 +134,7 @@ class OrtedHost:
             self._listener.close()
 
     def _accept(
-        self, signals: _gang.StopSignals, host_left: Callable[[], bool]
+        self, signals: StopSignals, host_left: Callable[[], bool]
     ) -> tuple[socket.socket, str] | None:
         while signals.received is None and not host_left():
             try:
@@ -163,7 +164,7 @@ class OrtedHost:
     def _run(
         self,
         accepted: tuple[socket.socket, str],
-        signals: _gang.StopSignals,
+        signals: StopSignals,
         host_left: Callable[[], bool],
         grace_s: float,
     ) -> int:
@@ -190,19 +191,19 @@ class OrtedHost:
         while proc.poll() is None:
             if signals.received is not None:
                 self.stop(grace_s, f"the launcher got {signals.name}")
-                return _gang.EXIT_TERMINATED
+                return EXIT_TERMINATED
             if dropped.is_set() or host_left():
                 self.stop(grace_s, "node 0's mpirun is gone")
                 return 1
-            time.sleep(_gang._POLL_S)
-        _gang.join_all(relays)
+            time.sleep(POLL_S)
+        join_all(relays)
         code = proc.returncode
         try:
-            write_frame(conn, b"x", str(_gang.exit_status(code)).encode(), lock)
+            write_frame(conn, b"x", str(exit_status(code)).encode(), lock)
         except OSError:
             pass  # mpirun's agent is gone: it no longer waits for the answer
-        self.out.say(f"Open MPI's daemon {_gang.describe_exit(code)}")
-        return _gang.exit_status(code)
+        self.out.say(f"Open MPI's daemon {describe_exit(code)}")
+        return exit_status(code)
 
     def stop(self, grace_s: float, why: str) -> None:
         """SIGTERM to the ranks (the process groups below the daemon), SIGKILL after the
@@ -216,7 +217,7 @@ class OrtedHost:
             _procs.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and any(_procs.alive(p) for p in ranks):
-            time.sleep(_gang._POLL_S)
+            time.sleep(POLL_S)
         for pid in ranks:
             if _procs.alive(pid):
                 _procs.killpg(pid, signal.SIGKILL)

@@ -1,5 +1,28 @@
-"""How the launchers of a multi-node trial meet, one per node (the variables are in
-``_gang``'s docstring).
+"""How the launchers of a multi-node trial meet, one per node.
+
+This is the contract between a backend and the launchers (the Ray, Slurm and Kubernetes
+backends set these variables; docs/distributed.md):
+
+- ``SHIPYARD_NUM_NODES`` (default 1) and ``SHIPYARD_NODE_RANK`` (0..N-1). Each node's
+  launcher gets ``SHIPYARD_SLOT_IDS`` listing only that node's slots, and every node must have
+  the same number of local slots: otherwise every launcher refuses (one line on stderr, exit
+  code 2) once they have met.
+- ``SHIPYARD_RENDEZVOUS_ADDR`` = "host:port", reachable from every node. ``port`` is torch's
+  MASTER_PORT (its TCPStore, bound by global rank 0, on node 0); ``port + 1`` is Shipyard's
+  coordinator, bound by node 0's launcher on every interface: the ranks' collectives of
+  ``ctx.distributed`` (SHIPYARD_DIST_ADDR = host:port+1) and the launchers' own meeting,
+  where they learn each other's slots and addresses (below). With SHIPYARD_NUM_NODES unset
+  or 1 nothing changes: free local ports on 127.0.0.1.
+- Ranks: RANK = SHIPYARD_RANK = node_rank * local_slots + local_rank, WORLD_SIZE =
+  SHIPYARD_SIZE = nodes * local_slots, LOCAL_RANK and LOCAL_WORLD_SIZE (and SHIPYARD_LOCAL_*)
+  within the node, NODE_RANK = GROUP_RANK = node_rank, GROUP_WORLD_SIZE = nodes,
+  MASTER_ADDR/MASTER_PORT = the rendezvous host and port, as torchrun sets them; TF_CONFIG
+  lists every worker of every node (worker index = global rank). ``[rank=R]`` is the global
+  rank, and the chief of ``ctx.distributed`` is global rank 0.
+- A rank exiting non-zero ends its own node's ranks and its launcher exits with its code;
+  ending the other nodes is the backend's job (it ends the whole gang). Optional:
+  SHIPYARD_RENDEZVOUS_TIMEOUT_S (default 600) bounds how long the launchers wait for each
+  other; failing to meet is exit code 1.
 
 Node 0's launcher serves the coordinator on the rendezvous port + 1, on every interface, with
 two groups (launch/_coordinator.py): the ranks of ``ctx.distributed`` (global ranks, so the
@@ -35,8 +58,11 @@ from shipyard.common.collective_wire import (
     encode_request,
     read_frame,
 )
+from shipyard.common.ports import free_ports
 from shipyard.launch import _coordinator
-from shipyard.launch._gang import EXIT_USAGE, Output, UsageError, free_port
+from shipyard.launch._exits import EXIT_USAGE
+from shipyard.launch._options import UsageError
+from shipyard.launch._output import Output
 
 NUM_NODES = "SHIPYARD_NUM_NODES"
 NODE_RANK = "SHIPYARD_NODE_RANK"
@@ -92,7 +118,8 @@ class Layout:
 
     @classmethod
     def one_node(cls, local_size: int) -> Layout:
-        return cls(1, 0, local_size, LOCALHOST, free_port())
+        (port,) = free_ports(1, LOCALHOST)
+        return cls(1, 0, local_size, LOCALHOST, port)
 
 
 def from_env(env: dict[str, str]) -> Nodes | None:

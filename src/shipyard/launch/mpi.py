@@ -8,7 +8,7 @@ LOCAL_RANK, LOCAL_WORLD_SIZE), pins CUDA_VISIBLE_DEVICES to the rank's GPU, send
 to this launcher (relayed as ``[rank=R] line``, as the other launchers do) and execs CMD.
 SHIPYARD_DIST_ADDR is the coordinator for ``ctx.distributed``.
 
-Several nodes (SHIPYARD_NUM_NODES, the contract in ``_gang``): node 0's launcher runs the one
+Several nodes (SHIPYARD_NUM_NODES, the contract in ``_nodes``): node 0's launcher runs the one
 mpirun, its hostfile listing node 0 and then ``shipyard-node-K`` for each other node, with as
 many slots each, so that global rank = node rank * local slots + local rank as on the other
 launchers. mpirun starts Open MPI's daemon on node K through node K's launcher instead of ssh
@@ -28,28 +28,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from shipyard.common.log_prefix import rank_prefix
-from shipyard.launch import _gang, _mpi_agent, _nodes, _procs
-from shipyard.launch._mpi_rank import HELLO, OUTPUT_ENV
+from shipyard.launch import _mpi_agent, _nodes
+from shipyard.launch._exits import EXIT_CANNOT_START, EXIT_USAGE
+from shipyard.launch._gang import StopSignals
+from shipyard.launch._mpi_gang import MpiGang
+from shipyard.launch._mpi_output import LOCALHOST, OutputServer
+from shipyard.launch._mpi_rank import OUTPUT_ENV
+from shipyard.launch._options import Slot, UsageError, read_options
+from shipyard.launch._output import JOIN_S, Output
 
 PROG = "shipyard.launch.mpi"
-LOCALHOST = "127.0.0.1"
-EXIT_NO_MPIRUN = 127
-_MPIRUN_SLACK_S = 5.0  # mpirun's own SIGTERM-then-SIGKILL of the ranks takes a little longer
-_KEEP_STDERR = 200  # mpirun's last lines kept to find which rank failed
 # Variables passed on with -x (local ranks inherit mpirun's environment anyway; -x is what
 # reaches ranks on other hosts). Names only: values never appear on the command line.
 _EXPORTED = (
@@ -73,8 +68,6 @@ REMOTE_DAEMONS = [
     *("--mca", "plm_rsh_no_tree_spawn", "1"),
     *("--mca", "orte_leave_session_attached", "1"),
 ]
-_FAILED = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(\d+)")
-_SIGNALED = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
 
 
 def hostfile(hosts: list[tuple[str, int]]) -> str:
@@ -104,237 +97,26 @@ def mpirun_command(
     return [*args, sys.executable, "-m", "shipyard.launch._mpi_rank", "--", *command]
 
 
-class OutputServer:
-    """Where the ranks' stdout and stderr arrive (one connection each): relayed as
-    ``[rank=R] line``. Records each rank's pid."""
-
-    def __init__(self, out: _gang.Output, host: str = LOCALHOST) -> None:
-        self.out = out
-        self.pids: dict[int, int] = {}
-        self._listener = socket.create_server((host, 0))
-        self._listener.settimeout(0.2)
-        self._stopping = False
-        self._relays: list[threading.Thread] = []
-        self._lock = threading.Lock()
-        self._accepter = threading.Thread(target=self._accept, daemon=True, name="mpi-output")
-        self._accepter.start()
-
-    def rank_pids(self) -> dict[int, int]:
-        """The pid (and process group) of each rank that connected, by rank."""
-        with self._lock:
-            return dict(self.pids)
-
-    @property
-    def port(self) -> int:
-        return int(self._listener.getsockname()[1])
-
-    def _accept(self) -> None:
-        while not self._stopping:
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            relay = threading.Thread(target=self._relay, args=(conn,), daemon=True)
-            with self._lock:
-                self._relays.append(relay)
-            relay.start()
-
-    def _relay(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(None)
-            stream = conn.makefile("rb")
-            hello = stream.readline(256).decode("ascii", errors="replace").split()
-            if len(hello) != 4 or hello[0] != HELLO or not hello[1].isdigit():
-                stream.close()
-                return  # not one of our ranks
-            rank = int(hello[1])
-            if hello[3].isdigit():
-                with self._lock:
-                    self.pids[rank] = int(hello[3])
-            _gang._relay(stream, rank_prefix(rank).encode(), self.out)
-
-    def close(self, wait_s: float) -> None:
-        """Stop accepting; give the output of ranks that exited ``wait_s`` to drain."""
-        if self._stopping:
-            return
-        self._stopping = True
-        self._accepter.join(timeout=1.0)
-        self._listener.close()
-        with self._lock:
-            relays = list(self._relays)
-        _gang.join_all(relays, wait_s)
-
-
-class MpiGang:
-    """One mpirun: started, its messages relayed, stopped as one unit."""
-
-    def __init__(
-        self,
-        args: list[str],
-        env: dict[str, str],
-        nproc: int,
-        grace_s: float,
-        out: _gang.Output,
-        output: OutputServer,
-        *,
-        local_ranks: int,
-    ) -> None:
-        self.args = args
-        # Ranks 0..local_ranks-1 run on this node: the only ones it may signal (on several
-        # nodes a pid of another node's rank means nothing here).
-        self.local_ranks = local_ranks
-        self.env = env
-        self.nproc = nproc
-        self.grace_s = grace_s
-        self.out = out
-        self.output = output
-        self.proc: subprocess.Popen | None = None
-        self._stderr: list[str] = []
-        self._relays: list[threading.Thread] = []
-        self._signals = _gang.StopSignals()
-
-    def run(self) -> int:
-        with self._signals:
-            try:
-                # A group of its own: a SIGTERM to the launcher's group (the master stopping
-                # the trial) reaches the launcher only, which stops the ranks with the grace
-                # (mpirun would SIGKILL them after 1 s). It dies with the launcher.
-                self.proc = subprocess.Popen(
-                    self.args,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    process_group=0,
-                    preexec_fn=_procs.die_with_parent(),
-                )
-            except OSError as exc:
-                self.out.say(f"cannot start {self.args[0]}: {exc.strerror}")
-                return EXIT_NO_MPIRUN
-            try:
-                for pipe, keep in ((self.proc.stdout, False), (self.proc.stderr, True)):
-                    relay = threading.Thread(target=self._relay, args=(pipe, keep), daemon=True)
-                    relay.start()
-                    self._relays.append(relay)
-                return self._supervise(self.proc)
-            finally:
-                _gang.join_all(self._relays)
-
-    def _relay(self, pipe, keep: bool) -> None:  # type: ignore[no-untyped-def]
-        with pipe:
-            for raw in iter(lambda: pipe.readline(_gang._MAX_LINE), b""):
-                line = raw.decode("utf-8", errors="replace").rstrip("\n")
-                if keep:
-                    self._stderr.append(line)
-                    del self._stderr[:-_KEEP_STDERR]
-                if line.strip(" -"):  # leave out mpirun's banners' rules and blank lines
-                    self.out.say(f"mpirun: {line}")
-
-    def _supervise(self, proc: subprocess.Popen) -> int:
-        while True:
-            if self._signals.received is not None:
-                self._stop(proc, f"the launcher got {self._signals.name}")
-                return _gang.EXIT_TERMINATED
-            code = proc.poll()
-            if code is not None:
-                break
-            time.sleep(_gang._POLL_S)
-        for relay in self._relays:  # mpirun's report of the failure is on its stderr
-            relay.join(timeout=_gang._JOIN_S)
-        self.output.close(_gang._JOIN_S)  # the ranks' last lines before the verdict
-        if code == 0:
-            return 0
-        failed = self.failed_rank()
-        if failed is not None:
-            rank, rank_code = failed
-            how = _gang.describe_exit(rank_code)
-            self.out.say(f"rank {rank} {how}; mpirun stopped the gang")
-            _gang.tell_master(f"rank {rank} of {self.nproc} {how}")
-            self._kill_left()
-            return _gang.exit_status(rank_code)
-        how = _gang.describe_exit(code)
-        self.out.say(f"mpirun {how}")
-        _gang.tell_master(f"mpirun (the gang of {self.nproc} rank(s)) {how}")
-        self._kill_left()
-        return _gang.exit_status(code)
-
-    def failed_rank(self) -> tuple[int, int] | None:
-        """(rank, exit code, negative for a signal) of the first rank mpirun says failed."""
-        text = "\n".join(self._stderr)
-        exited = _FAILED.search(text)
-        if exited:
-            return int(exited.group(1)), int(exited.group(2))
-        signaled = _SIGNALED.search(text)
-        if signaled:
-            return int(signaled.group(1)), -int(signaled.group(2))
-        return None
-
-    def _stop(self, proc: subprocess.Popen, why: str) -> None:
-        """SIGTERM to every rank's process group, SIGKILL to those left after the grace, then
-        mpirun (which noticed and is stopping already). mpirun is not signalled first: it
-        would SIGKILL the ranks after its own 1 s, not the gang's grace."""
-        pids = self._local_pids()
-        self.out.say(
-            f"{why}: sending SIGTERM to rank(s) {', '.join(str(r) for r in sorted(pids)) or '-'}"
-            f" (SIGKILL after {self.grace_s:g} s)"
-        )
-        for pid in pids.values():
-            _procs.killpg(pid, signal.SIGTERM)
-        if len(pids) < self.local_ranks:  # a rank not connected yet: mpirun must stop it
-            _procs.send(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.grace_s
-        while time.monotonic() < deadline and any(_procs.alive(p) for p in pids.values()):
-            time.sleep(_gang._POLL_S)
-        for rank, pid in sorted(pids.items()):
-            if _procs.alive(pid):
-                self.out.say(f"rank {rank} still running after {self.grace_s:g} s: SIGKILL")
-                _procs.killpg(pid, signal.SIGKILL)
-        # mpirun sees its ranks die, aborts and reaps them (a SIGTERM in the middle of its
-        # abort can crash it and leave the ranks unreaped): it is signalled only if it lingers.
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                proc.wait(timeout=_MPIRUN_SLACK_S)
-                break
-            except subprocess.TimeoutExpired:
-                self.out.say(f"mpirun still running after its ranks: {sig.name}")
-                _procs.send(proc.pid, sig)
-        proc.wait()
-        self._kill_left()
-        self.output.close(_gang._JOIN_S)
-
-    def _local_pids(self) -> dict[int, int]:
-        return {r: p for r, p in self.output.rank_pids().items() if r < self.local_ranks}
-
-    def _kill_left(self) -> None:
-        """Each rank leads a process group of its own (Open MPI's doing): SIGKILL those left."""
-        for rank, pid in sorted(self._local_pids().items()):
-            if _procs.alive(pid):
-                self.out.say(f"rank {rank} (pid {pid}) outlived mpirun: SIGKILL to its group")
-                _procs.killpg(pid, signal.SIGKILL)
-
-
 def main() -> int:
     env = dict(os.environ)
-    read = _gang.read_options(PROG, env)
+    read = read_options(PROG, env)
     if read is None:
-        return _gang.EXIT_USAGE
+        return EXIT_USAGE
     options, slots, grace = read
     try:
         nodes = _nodes.from_env(env)
-    except _gang.UsageError as exc:
+    except UsageError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return _gang.EXIT_USAGE
+        return EXIT_USAGE
     if shutil.which("mpirun", path=env.get("PATH")) is None:
         print(
             f"{PROG}: mpirun not found on PATH: install Open MPI (Debian: apt-get install "
             "openmpi-bin libopenmpi-dev; in a Shipyard checkout: make setup)",
             file=sys.stderr,
         )
-        return EXIT_NO_MPIRUN
+        return EXIT_CANNOT_START
     env.setdefault("PYTHONUNBUFFERED", "1")  # rank output reaches the log as it is written
-    out = _gang.Output(sys.stdout.buffer)
+    out = Output(sys.stdout.buffer)
     if nodes is None or nodes.rank == 0:
         return run_mpirun(options.command, slots, grace, env, nodes, out)
     return host_ranks(slots, grace, env, nodes, out)
@@ -342,11 +124,11 @@ def main() -> int:
 
 def run_mpirun(
     command: list[str],
-    slots: list[_gang.Slot],
+    slots: list[Slot],
     grace: float,
     env: dict[str, str],
     nodes: _nodes.Nodes | None,
-    out: _gang.Output,
+    out: Output,
 ) -> int:
     """Node 0 (or the only node): the output server, mpirun and the verdict."""
     output = OutputServer(out, LOCALHOST if nodes is None else "")
@@ -384,16 +166,16 @@ def run_mpirun(
             out.say(f"all {nproc} rank(s) exited with code 0")
         return code
     finally:
-        output.close(_gang._JOIN_S)
+        output.close(JOIN_S)
         meeting.finish(code)
 
 
 def host_ranks(
-    slots: list[_gang.Slot],
+    slots: list[Slot],
     grace: float,
     env: dict[str, str],
     nodes: _nodes.Nodes,
-    out: _gang.Output,
+    out: Output,
 ) -> int:
     """Node 1 and up: meet, then run the Open MPI daemon node 0's mpirun sends, whose
     children are this node's ranks. Their output goes to node 0's output server."""
@@ -408,7 +190,7 @@ def host_ranks(
         output = f"{nodes.host}:{layout.peers[0]['output_port']}"
         where = ",".join(s.id for s in slots)
         out.say(f"{layout.describe()} on {where}, started by node 0's mpirun")
-        with _daemon_dirs() as dirs, _gang.StopSignals() as signals:
+        with _daemon_dirs() as dirs, StopSignals() as signals:
             host.env = {**ranks_env(env, slots, layout, meeting, output), **dirs}
             code = host.serve(signals, meeting.host_left, grace)
         return code
@@ -418,7 +200,7 @@ def host_ranks(
 
 def ranks_env(
     env: dict[str, str],
-    slots: list[_gang.Slot],
+    slots: list[Slot],
     layout: _nodes.Layout,
     meeting: _nodes.Meeting,
     output: str,

@@ -8,7 +8,7 @@ with Keras" and "Parameter server training with ParameterServerStrategy")::
     {"cluster": {"worker": ["127.0.0.1:PORT", ...]}, "task": {"type": "worker", "index": I}}
 
 with one free port per process on 127.0.0.1 (one machine) and the same "cluster" everywhere.
-On several nodes (SHIPYARD_NUM_NODES, see ``_gang``) the workers of every node are listed,
+On several nodes (SHIPYARD_NUM_NODES, see ``_nodes``) the workers of every node are listed,
 each at its node's address, in global rank order, and worker I is global rank I. With
 ``--ps`` the chief and the ps run on node 0 (listed at its address) and every node runs its
 workers; the other nodes' workers are stopped when node 0's launcher ends (after its chief
@@ -49,14 +49,17 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
 import sys
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass
 
-from shipyard.launch import _gang, _nodes
+from shipyard.common.ports import free_ports
+from shipyard.launch import _nodes
+from shipyard.launch._exits import EXIT_USAGE
+from shipyard.launch._gang import Gang
 from shipyard.launch._nodes import Layout
+from shipyard.launch._options import Slot, UsageError, grace_s, parse_args, slots_for, usage
+from shipyard.launch._output import Output
 
 PROG = "shipyard.launch.tensorflow"
 HOST = "127.0.0.1"
@@ -72,12 +75,12 @@ _RANK_VARS = ("SHIPYARD_RANK", "SHIPYARD_SIZE", "SHIPYARD_LOCAL_RANK", "SHIPYARD
 class Task:
     type: str  # "chief", "worker" or "ps", as in TF_CONFIG
     index: int
-    slot: _gang.Slot | None  # a worker's slot; the chief and the ps have none
+    slot: Slot | None  # a worker's slot; the chief and the ps have none
 
 
 def split_ps(args: list[str]) -> tuple[int, list[str]]:
     """Take ``--ps K`` out of the launcher's options (before ``--`` or the command);
-    the rest is for ``_gang.parse_args``."""
+    the rest is for ``_options.parse_args``."""
     ps = 0
     kept: list[str] = []
     i = 0
@@ -96,12 +99,12 @@ def split_ps(args: list[str]) -> tuple[int, list[str]]:
         if arg == "--ps" or arg.startswith("--ps="):
             if arg == "--ps":
                 if i + 1 >= len(args):
-                    raise _gang.UsageError("--ps needs a number of parameter servers, like --ps 1")
+                    raise UsageError("--ps needs a number of parameter servers, like --ps 1")
                 value, i = args[i + 1], i + 2
             else:
                 value, i = arg.split("=", 1)[1], i + 1
             if not value.isdigit():
-                raise _gang.UsageError(
+                raise UsageError(
                     f"--ps takes a number of parameter servers of 0 or more, got {value!r}"
                 )
             ps = int(value)
@@ -110,7 +113,7 @@ def split_ps(args: list[str]) -> tuple[int, list[str]]:
     return ps, kept + args[i:]
 
 
-def tasks_for(slots: list[_gang.Slot], ps: int, first: int = 0, servers: bool = True) -> list[Task]:
+def tasks_for(slots: list[Slot], ps: int, first: int = 0, servers: bool = True) -> list[Task]:
     """The gang in order: workers only; or with ps, the chief, the workers, the ps.
     ``first``: the index of this node's first worker (its first global rank); ``servers``:
     whether the chief and the ps run here (node 0 only)."""
@@ -127,18 +130,6 @@ def labels_of(tasks: list[Task], ps: int, workers: int) -> list[int]:
         return [t.index for t in tasks]
     first = {"chief": 0, "worker": 1, "ps": 1 + workers}
     return [first[t.type] + t.index for t in tasks]
-
-
-def free_ports(count: int, host: str = HOST) -> list[int]:
-    """``count`` distinct free ports of ``host`` ("": every interface): all are held until
-    the last one is picked."""
-    with ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket())
-            sock.bind((host, 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
 
 
 def cluster_of(tasks: list[Task], ports: list[int]) -> dict[str, list[str]]:
@@ -181,7 +172,7 @@ def meeting_ports(nodes: _nodes.Nodes | None, local: int, ps: int) -> dict | Non
 
 
 def process_envs(
-    slots: list[_gang.Slot],
+    slots: list[Slot],
     ps: int,
     base: dict[str, str],
     dist_addr: str | None,
@@ -192,7 +183,7 @@ def process_envs(
     if layout.nodes > 1:
         cluster = nodes_cluster(layout, ps)
     else:
-        cluster = cluster_of(tasks, free_ports(len(tasks)))
+        cluster = cluster_of(tasks, free_ports(len(tasks), HOST))
     envs = []
     for task in tasks:
         env = dict(base)
@@ -234,15 +225,15 @@ def main() -> int:
     env = dict(os.environ)
     try:
         ps, rest = split_ps(sys.argv[1:])
-        options = _gang.parse_args(rest, PROG)
-        slots = _gang.slots_for(options, PROG, env)
-        grace = _gang.grace_s(env)
+        options = parse_args(rest, PROG)
+        slots = slots_for(options, PROG, env)
+        grace = grace_s(env)
         nodes = _nodes.from_env(env)
-    except _gang.UsageError as exc:
-        print(f"{PROG}: {str(exc).replace(_gang.usage(PROG), USAGE)}", file=sys.stderr)
-        return _gang.EXIT_USAGE
+    except UsageError as exc:
+        print(f"{PROG}: {str(exc).replace(usage(PROG), USAGE)}", file=sys.stderr)
+        return EXIT_USAGE
     env.setdefault("PYTHONUNBUFFERED", "1")  # output reaches the log as it is written
-    out = _gang.Output(sys.stdout.buffer)
+    out = Output(sys.stdout.buffer)
     # ctx.distributed's coordinator only when the workers are the ranks (not with --ps).
     extra = meeting_ports(nodes, len(slots), ps)
     meeting = _nodes.meet_or_exit(PROG, out, len(slots), env, extra, coordinator=ps == 0)
@@ -260,7 +251,7 @@ def main() -> int:
         )
         out.say(", ".join(described))
         chief = ps > 0 and layout.node_rank == 0
-        gang = _gang.Gang(
+        gang = Gang(
             options.command,
             envs,
             grace,

@@ -7,7 +7,7 @@ MASTER_ADDR, MASTER_PORT), Shipyard's (SHIPYARD_RANK, SHIPYARD_SIZE, SHIPYARD_LO
 SHIPYARD_LOCAL_SIZE, SHIPYARD_SLOT_IDS = the rank's one slot), CUDA_VISIBLE_DEVICES = the
 rank's one GPU on GPU slots, and SHIPYARD_DIST_BACKEND (gloo on CPU, nccl on GPU) as the hint
 for ``torch.distributed.init_process_group(os.environ["SHIPYARD_DIST_BACKEND"])``.
-On several nodes (SHIPYARD_NUM_NODES, see ``_gang``) the ranks are global, MASTER_ADDR and
+On several nodes (SHIPYARD_NUM_NODES, see ``_nodes``) the ranks are global, MASTER_ADDR and
 MASTER_PORT are the rendezvous address, GROUP_RANK/NODE_RANK the node's rank. The gang
 (output by rank, one failure stops all) is ``_gang``'s. torch is not imported here.
 """
@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import sys
 
-from shipyard.launch import _gang
+from shipyard.launch import _launcher
 from shipyard.launch._nodes import Layout
+from shipyard.launch._options import Slot
 
 PROG = "shipyard.launch.torch_distributed"
 
 
 def rank_envs(
-    slots: list[_gang.Slot], base: dict[str, str], layout: Layout | None = None
+    slots: list[Slot], base: dict[str, str], layout: Layout | None = None
 ) -> list[dict[str, str]]:
     """Each local rank's env; ``layout``: where this node's ranks sit among all nodes' (one
     node with a free MASTER_PORT on 127.0.0.1 when None)."""
@@ -68,7 +69,7 @@ def rank_envs(
 
 
 def main() -> int:
-    return _gang.main(PROG, rank_envs)
+    return _launcher.main(PROG, rank_envs)
 
 
 if __name__ == "__main__":

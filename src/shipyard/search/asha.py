@@ -24,6 +24,8 @@ import copy
 from bisect import bisect_right, insort
 from typing import Any
 
+from shipyard.common.config.searcher import AsyncHalvingSearcher as AsyncHalvingConfig
+from shipyard.common.config.searcher.rung_math import Divisor, exact
 from shipyard.search.base import (
     Action,
     Create,
@@ -38,16 +40,12 @@ from shipyard.search.options import SearcherOptions
 from shipyard.search.population import known_trial, request_id_for
 from shipyard.search.rungs import (
     WORST,
-    Divisor,
-    check_reachable,
     exit_note,
     fmt,
-    read_divisor,
-    read_int,
     read_validation,
     rung_lengths,
 )
-from shipyard.search.sampling import rng_for_trial, sample_point, validate_space
+from shipyard.search.sampling import rng_for_trial, sample_point
 
 # A trial's status in its bracket.
 ACTIVE = "active"  # training towards its current rung (or answered and about to)
@@ -222,7 +220,6 @@ class AshaSearcher(Searcher):
         seed: int,
         brackets: list[AshaBracket],
     ) -> None:
-        validate_space(space)
         self.options = options
         self.space = space
         self.seed = seed
@@ -327,13 +324,13 @@ class AsyncHalvingSearcher(AshaSearcher):
 
     kind = "async_halving"
 
-    def __init__(self, section: dict[str, Any], space: dict[str, Any], seed: int) -> None:
-        options = SearcherOptions.from_dict(section)
-        max_trials = options.require_max_trials()
-        num_rungs = read_int(section, "num_rungs")
-        divisor = read_divisor(section, default=4)
-        check_reachable(options, divisor, num_rungs)
+    def __init__(self, config: AsyncHalvingConfig, space: dict[str, Any], seed: int) -> None:
+        options = SearcherOptions.of(config)
         bracket = AshaBracket(
-            options, divisor, num_rungs, max_trials, options.max_concurrent_trials
+            options,
+            exact(config.divisor),
+            config.num_rungs,
+            config.max_trials,
+            options.max_concurrent_trials,
         )
         super().__init__(options, space, seed, [bracket])

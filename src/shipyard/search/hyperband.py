@@ -27,6 +27,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from shipyard.common.config.searcher import HyperbandSearcher as HyperbandConfig
+from shipyard.common.config.searcher.rung_math import (
+    Divisor,
+    exact,
+    hyperband_brackets,
+    scaled_down,
+)
 from shipyard.search.base import (
     Action,
     Create,
@@ -39,20 +46,8 @@ from shipyard.search.base import (
 )
 from shipyard.search.options import SearcherOptions
 from shipyard.search.population import known_trial, request_id_for
-from shipyard.search.rungs import (
-    WORST,
-    Divisor,
-    check_reachable,
-    config_error,
-    exit_note,
-    floor_log,
-    fmt,
-    read_divisor,
-    read_int,
-    read_validation,
-    scaled_down,
-)
-from shipyard.search.sampling import rng_for_trial, sample_point, validate_space
+from shipyard.search.rungs import WORST, exit_note, read_validation
+from shipyard.search.sampling import rng_for_trial, sample_point
 
 KIND = "hyperband"
 TRAINING, WAITING, EXITED = "training", "waiting", "exited"
@@ -72,19 +67,10 @@ class Bracket:
         return len(self.lengths) - 1
 
 
-def _ceil_ratio(numerator: int, power_of: Divisor, exponent: int, denominator: int) -> int:
-    """ceil(numerator * power_of**exponent / denominator), exact for an int divisor."""
-    if isinstance(power_of, int):
-        return -(-numerator * power_of**exponent // denominator)
-    return math.ceil(numerator * power_of**exponent / denominator)
-
-
 def plan_brackets(length: int, eta: Divisor, max_rungs: int) -> list[Bracket]:
-    s_max = min(max_rungs - 1, floor_log(length, eta))
     brackets: list[Bracket] = []
     first = 0
-    for s in range(s_max, -1, -1):
-        n = _ceil_ratio(s_max + 1, eta, s, s + 1)
+    for s, n in hyperband_brackets(length, eta, max_rungs):
         r = max(scaled_down(length, eta, s), 1)
         lengths = [int(r * eta**k) for k in range(s)] + [length]
         sizes = [scaled_down(n, eta, k) for k in range(s + 1)]
@@ -96,22 +82,12 @@ def plan_brackets(length: int, eta: Divisor, max_rungs: int) -> list[Bracket]:
 class HyperbandSearcher(Searcher):
     kind = KIND
 
-    def __init__(self, section: dict[str, Any], space: dict[str, Any], seed: int) -> None:
-        validate_space(space)
-        self.options = options = SearcherOptions.from_dict(section)
-        self.divisor = read_divisor(section, default=3)
-        max_rungs = read_int(section, "max_rungs", default=5)
-        length = check_reachable(options, self.divisor, min(max_rungs, 2))
-        self.brackets = plan_brackets(length, self.divisor, max_rungs)
+    def __init__(self, config: HyperbandConfig, space: dict[str, Any], seed: int) -> None:
+        self.options = SearcherOptions.of(config)
+        self.divisor = exact(config.divisor)
+        length = self.options.require_length()
+        self.brackets = plan_brackets(length, self.divisor, config.max_rungs)
         self.total_trials = sum(b.sizes[0] for b in self.brackets)
-        if options.max_trials is not None and options.max_trials < self.total_trials:
-            raise config_error(
-                "max_trials",
-                f"hyperband with {options.length} {options.time_metric or 'steps'}, divisor "
-                f"{fmt(self.divisor)} and max_rungs {max_rungs} needs "
-                f"{self.total_trials} trials, got {options.max_trials}: raise max_trials, "
-                "lower max_rungs or leave max_trials out",
-            )
         self.space = space
         self.seed = seed
         self._starts = [b.first_index for b in self.brackets]

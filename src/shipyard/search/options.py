@@ -1,4 +1,5 @@
-"""The searcher config fields every searcher here reads, checked once."""
+"""The searcher fields every searcher here reads, as plain values taken from the validated
+config model (common/config/searcher): the decisions read them on every validation."""
 
 from __future__ import annotations
 
@@ -6,35 +7,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from shipyard.common.errors import ConfigError
-
-
-def _config_error(field: str, message: str) -> ConfigError:
-    path = f"searcher.{field}"
-    return ConfigError(f"{path}: {message}", details=[{"path": path, "message": message}])
-
-
-def _optional_name(searcher: dict[str, Any], field: str) -> str | None:
-    value = searcher.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise _config_error(field, f"expected the name of a metric, got {value!r}")
-    return value
-
-
-def _optional_positive_int(searcher: dict[str, Any], field: str) -> int | None:
-    value = searcher.get(field)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _config_error(field, f"expected a positive integer, got {value!r}")
-    return value
+from shipyard.common.config.searcher import BaseSearcher
 
 
 @dataclass(frozen=True)
 class SearcherOptions:
-    """Determined's common searcher fields (the plain dict form of ExperimentConfig)."""
+    """Determined's common searcher fields."""
 
     name: str
     metric: str
@@ -49,32 +27,18 @@ class SearcherOptions:
     max_length_unit: str | None = None  # Determined's {batches: N} form: "batches"
 
     @classmethod
-    def from_dict(cls, searcher: dict[str, Any]) -> SearcherOptions:
-        if not isinstance(searcher, dict):
-            raise ConfigError(f"searcher: expected a mapping, got {searcher!r}")
-        metric = searcher.get("metric")
-        if not isinstance(metric, str) or not metric:
-            raise _config_error("metric", f"expected the name of a metric, got {metric!r}")
-        smaller_is_better = searcher.get("smaller_is_better", True)
-        if not isinstance(smaller_is_better, bool):
-            raise _config_error(
-                "smaller_is_better", f"expected true or false, got {smaller_is_better!r}"
-            )
-        concurrent = searcher.get("max_concurrent_trials") or 0
-        if isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 0:
-            raise _config_error(
-                "max_concurrent_trials", f"expected an integer >= 0, got {concurrent!r}"
-            )
+    def of(cls, config: BaseSearcher) -> SearcherOptions:
+        length = config.max_length
         return cls(
-            name=str(searcher.get("name")),
-            metric=metric,
-            smaller_is_better=smaller_is_better,
-            max_trials=_optional_positive_int(searcher, "max_trials"),
-            max_concurrent_trials=concurrent,
-            max_length=_optional_positive_int(searcher, "max_length"),
-            time_metric=_optional_name(searcher, "time_metric"),
-            max_time=_optional_positive_int(searcher, "max_time"),
-            max_length_unit=searcher.get("max_length_unit") or None,
+            name=config.name,
+            metric=config.metric,
+            smaller_is_better=config.smaller_is_better,
+            max_trials=getattr(config, "max_trials", None),
+            max_concurrent_trials=config.max_concurrent_trials,
+            max_length=length.value if length else None,
+            time_metric=config.time_metric,
+            max_time=config.max_time,
+            max_length_unit=length.unit if length else None,
         )
 
     @property
@@ -83,11 +47,9 @@ class SearcherOptions:
         return self.max_time if self.time_metric else self.max_length
 
     def require_length(self) -> int:
+        """The length, for the searchers whose config requires one."""
         if self.length is None:
-            raise _config_error(
-                "max_time",
-                f"the {self.name} searcher needs max_time with time_metric, or max_length",
-            )
+            raise ValueError(f"the {self.name} searcher was built without a training length")
         return self.length
 
     def time_of(self, metrics: dict[str, Any], steps_completed: int) -> float | None:
@@ -111,8 +73,3 @@ class SearcherOptions:
         ):
             return None
         return float(value) if self.smaller_is_better else -float(value)
-
-    def require_max_trials(self) -> int:
-        if self.max_trials is None:
-            raise _config_error("max_trials", f"the {self.name} searcher needs max_trials")
-        return self.max_trials

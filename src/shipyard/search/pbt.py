@@ -33,9 +33,9 @@ import copy
 import dataclasses
 import math
 import random
-from dataclasses import dataclass
 from typing import Any
 
+from shipyard.common.config.searcher import PbtSearcher as PbtConfig
 from shipyard.search.base import (
     Action,
     Create,
@@ -47,147 +47,16 @@ from shipyard.search.base import (
     TrialRequest,
 )
 from shipyard.search.options import SearcherOptions
+from shipyard.search.pbt_explore import copy_point, explore_point
 from shipyard.search.population import known_trial, request_id_for
-from shipyard.search.rungs import (
-    WORST,
-    config_error,
-    fmt,
-    read_int,
-    read_validation,
-    unit_of,
-)
-from shipyard.search.sampling import rng_for_trial, sample_point, validate_space
+from shipyard.search.rungs import WORST, fmt, read_validation
+from shipyard.search.sampling import rng_for_trial, sample_point
 
 KIND = "pbt"
 
 
-# --- config ---------------------------------------------------------------------------------
-
-
-def _number(searcher: dict[str, Any], path: str, low: float, high: float) -> float:
-    """The number at the dotted `path` of the searcher section, within [low, high]."""
-    node: Any = searcher
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, bool) or not isinstance(node, int | float) or not low <= node <= high:
-        raise config_error(path, f"expected a number from {low:g} to {high:g}, got {node!r}")
-    return float(node)
-
-
-def _length(searcher: dict[str, Any], time_metric: str | None) -> int:
-    """length_per_round: an int (its unit, if any, in length_per_round_unit, as the config
-    layer writes it) or Determined's {batches: N}. A unit must be the time_metric's."""
-    written = value = searcher.get("length_per_round")
-    unit: str | None = searcher.get("length_per_round_unit")
-    if isinstance(value, dict) and len(value) == 1:
-        [(unit, value)] = value.items()
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise config_error(
-            "length_per_round",
-            f"expected a positive integer or {{batches: N}}, got {written!r}",
-        )
-    if unit is not None and time_metric is not None and unit != time_metric:
-        raise config_error(
-            "length_per_round",
-            f"given in {unit}, but the searcher's time_metric is {time_metric!r}: "
-            f"write it in {time_metric}",
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class PbtConfig:
-    """The pbt fields of the searcher section, checked."""
-
-    population_size: int
-    num_rounds: int
-    length_per_round: int
-    unit: str  # the time unit, for previews: the time_metric, else "steps"
-    truncate_fraction: float
-    resample_probability: float
-    perturb_factor: float
-
-    @classmethod
-    def from_dict(cls, searcher: dict[str, Any], options: SearcherOptions) -> PbtConfig:
-        length = _length(searcher, options.time_metric)
-        return cls(
-            population_size=read_int(searcher, "population_size"),
-            num_rounds=read_int(searcher, "num_rounds"),
-            length_per_round=length,
-            unit=unit_of(options),
-            truncate_fraction=_number(searcher, "replace_function.truncate_fraction", 0, 0.5),
-            resample_probability=_number(searcher, "explore_function.resample_probability", 0, 1),
-            perturb_factor=_number(searcher, "explore_function.perturb_factor", 0, 1),
-        )
-
-    def replaced_per_round(self, members: int) -> int:
-        return math.floor(self.truncate_fraction * members)
-
-
-# --- explore ----------------------------------------------------------------------------------
-
-
-def explore_point(
-    space: dict[str, Any],
-    point: dict[str, Any],
-    rng: random.Random,
-    *,
-    resample_probability: float,
-    perturb_factor: float,
-) -> dict[str, Any]:
-    """A copy of `point` with each hyperparameter explored, in space order.
-
-    Numbers: resampled from their spec with resample_probability, else multiplied by
-    1 + perturb_factor or 1 - perturb_factor (a coin flip) and clipped to the range (ints
-    rounded; logs in value space). Categoricals: resampled with resample_probability, else
-    kept. Consts: kept.
-    """
-    explored: dict[str, Any] = {}
-    for name, spec in space.items():
-        kind = spec["type"]
-        value = point.get(name)
-        if kind == "object":
-            explored[name] = explore_point(
-                spec["vals"],
-                value if isinstance(value, dict) else {},
-                rng,
-                resample_probability=resample_probability,
-                perturb_factor=perturb_factor,
-            )
-        elif kind == "const":
-            explored[name] = copy.deepcopy(spec["val"])
-        elif rng.random() < resample_probability or value is None:
-            explored[name] = sample_point({name: spec}, rng)[name]
-        elif kind == "categorical":
-            explored[name] = copy.deepcopy(value)
-        else:
-            factor = 1 + perturb_factor if rng.random() < 0.5 else 1 - perturb_factor
-            explored[name] = _perturbed(spec, value, factor)
-    return explored
-
-
-def _perturbed(spec: dict[str, Any], value: float, factor: float) -> int | float:
-    kind = spec["type"]
-    if kind == "log":
-        base = float(spec.get("base", 10))
-        low, high = sorted((base ** spec["minval"], base ** spec["maxval"]))
-    else:
-        low, high = spec["minval"], spec["maxval"]
-    clipped = min(max(value * factor, low), high)
-    return min(max(round(clipped), low), high) if kind == "int" else float(clipped)
-
-
-def _copy_point(point: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a point, several times faster than copy.deepcopy: only lists and dicts
-    can be shared, and a round makes hundreds of copies."""
-    return {
-        name: _copy_point(value)
-        if isinstance(value, dict)
-        else copy.deepcopy(value)
-        if isinstance(value, list)
-        else value
-        for name, value in point.items()
-    }
+def replaced_per_round(config: PbtConfig, members: int) -> int:
+    return math.floor(config.replace_function.truncate_fraction * members)
 
 
 # --- the searcher ---------------------------------------------------------------------------
@@ -200,13 +69,13 @@ def _explore_rng(seed: int, index: int) -> random.Random:
 class PbtSearcher(Searcher):
     """Population-based training; see the module docstring for the round rules."""
 
-    def __init__(self, searcher: dict[str, Any], space: dict[str, Any], seed: int) -> None:
-        validate_space(space)
-        options = SearcherOptions.from_dict(searcher)
-        self.config = PbtConfig.from_dict(searcher, options)
+    def __init__(self, config: PbtConfig, space: dict[str, Any], seed: int) -> None:
+        options = SearcherOptions.of(config)
+        self.config = config
+        self.length_per_round = config.length_per_round.value
         # The config sets no max_length: the full length is the rounds'. Kept as the options'
         # length for the tools that read it there (the simulator, previews).
-        full = self.config.num_rounds * self.config.length_per_round
+        full = config.training_length()
         if options.time_metric:
             self.options = dataclasses.replace(options, max_time=full)
         else:
@@ -235,7 +104,7 @@ class PbtSearcher(Searcher):
         for _ in range(self.config.population_size):
             index = self._next_index
             hparams = sample_point(self.space, rng_for_trial(self.seed, index))
-            requests.append(self._new_trial(hparams, None, self.config.length_per_round))
+            requests.append(self._new_trial(hparams, None, self.length_per_round))
         self._members = [request.request_id for request in requests]
         self._pending = len(self._members)
         return requests
@@ -360,11 +229,11 @@ class PbtSearcher(Searcher):
             return (trial["score"] if self._live(trial) else WORST, trial["index"])
 
         ranked = sorted(self._members, key=rank)
-        replaced = self.config.replaced_per_round(len(ranked))
+        replaced = replaced_per_round(self.config, len(ranked))
         cut = len(ranked) - replaced
         parents = [rid for rid in ranked[:replaced] if self._live(self._trials[rid])]
         losers = list(reversed(ranked[cut:]))  # worst first: it gets the best parent
-        percent = f"{fmt(self.config.truncate_fraction * 100)}%"
+        percent = f"{fmt(self.config.replace_function.truncate_fraction * 100)}%"
         stops: list[Action] = []
         creates: list[Action] = []
         children: list[str] = []
@@ -388,7 +257,7 @@ class PbtSearcher(Searcher):
             trial = self._trials[rid]
             trial.update(
                 round=self._round,
-                target=trial["target"] + self.config.length_per_round,
+                target=trial["target"] + self.length_per_round,
                 reached=False,
                 score=WORST,
             )
@@ -407,10 +276,10 @@ class PbtSearcher(Searcher):
             self.space,
             parent["hparams"],
             _explore_rng(self.seed, self._next_index),
-            resample_probability=self.config.resample_probability,
-            perturb_factor=self.config.perturb_factor,
+            resample_probability=self.config.explore_function.resample_probability,
+            perturb_factor=self.config.explore_function.perturb_factor,
         )
-        target = parent["target"] + self.config.length_per_round
+        target = parent["target"] + self.length_per_round
         return self._new_trial(hparams, parent_id, target)
 
     def _new_trial(
@@ -435,7 +304,7 @@ class PbtSearcher(Searcher):
             "exit": None,
             "note": None,
         }
-        return TrialRequest(request_id, _copy_point(hparams), target, parent_id)
+        return TrialRequest(request_id, copy_point(hparams), target, parent_id)
 
     def _trial(self, request_id: str) -> dict[str, Any]:
         return known_trial(self._trials, request_id, KIND, len(self._trials))
@@ -444,23 +313,21 @@ class PbtSearcher(Searcher):
 # --- preview --------------------------------------------------------------------------------
 
 
-def preview_plan(searcher: dict[str, Any], space: dict[str, Any]) -> dict[str, Any]:
+def preview_plan(config: PbtConfig, space: dict[str, Any]) -> dict[str, Any]:
     """What a pbt search will run, before it runs: trials, and compute in time units
     (assuming no trial exits early), against a random search of as many trials each
     trained to the full length."""
-    validate_space(space)
-    config = PbtConfig.from_dict(searcher, SearcherOptions.from_dict(searcher))
     population, rounds, length = (
         config.population_size,
         config.num_rounds,
-        config.length_per_round,
+        config.length_per_round.value,
     )
-    total_trials = population + (rounds - 1) * config.replaced_per_round(population)
+    total_trials = population + (rounds - 1) * replaced_per_round(config, population)
     compute = rounds * population * length
     random_compute = total_trials * rounds * length
     return {
         "searcher": KIND,
-        "unit": config.unit,
+        "unit": config.unit(),
         "brackets": [
             {
                 "bracket": 0,

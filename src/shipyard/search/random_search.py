@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from shipyard.common.config.searcher import RandomSearcher as RandomConfig
 from shipyard.search.options import SearcherOptions
 from shipyard.search.population import PopulationSearcher
-from shipyard.search.sampling import rng_for_trial, sample_point, validate_space
+from shipyard.search.sampling import rng_for_trial, sample_point
 
 
 class RandomSearcher(PopulationSearcher):
     kind = "random"
 
-    def __init__(self, options: SearcherOptions, space: dict[str, Any], seed: int) -> None:
-        validate_space(space)
-        super().__init__(options, total_trials=options.require_max_trials())
+    def __init__(self, config: RandomConfig, space: dict[str, Any], seed: int) -> None:
+        super().__init__(SearcherOptions.of(config), total_trials=config.max_trials)
         self.space = space
         self.seed = seed
 

@@ -1,7 +1,8 @@
-"""The normalized hyperparameter space: checking it, sampling a point, enumerating a grid.
+"""The normalized hyperparameter space: sampling a point, enumerating a grid.
 
 The space has the shape docs/architecture.md gives (types const, int, double, log,
-categorical, object); a point is the plain nested dict of values.
+categorical, object), as ExperimentConfig.hyperparameter_space() gives it: already checked
+by the config models (a grid's counts included); a point is the plain nested dict of values.
 """
 
 from __future__ import annotations
@@ -12,67 +13,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from shipyard.common.errors import ConfigError
-
-HPARAM_TYPES = ("const", "int", "double", "log", "categorical", "object")
-_ROOT = "hyperparameters"
-
 # One grid axis: where the value goes in the nested point, and the values it takes.
 GridAxis = tuple[tuple[str, ...], Sequence[Any]]
-
-
-def _config_error(path: str, message: str) -> ConfigError:
-    return ConfigError(f"{path}: {message}", details=[{"path": path, "message": message}])
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def validate_space(space: Any, path: str = _ROOT) -> None:
-    """Raise ConfigError naming the first hyperparameter whose spec is malformed."""
-    if not isinstance(space, dict):
-        raise _config_error(path, f"expected a mapping of hyperparameters, got {space!r}")
-    for name, spec in space.items():
-        _validate_spec(spec, f"{path}.{name}")
-
-
-def _validate_spec(spec: Any, path: str) -> None:
-    if not isinstance(spec, dict) or spec.get("type") not in HPARAM_TYPES:
-        raise _config_error(path, f"expected a spec with type one of {HPARAM_TYPES}, got {spec!r}")
-    kind = spec["type"]
-    if kind == "const":
-        if "val" not in spec:
-            raise _config_error(path, "a const hyperparameter needs 'val'")
-    elif kind == "object":
-        validate_space(spec.get("vals"), path)
-    elif kind == "categorical":
-        vals = spec.get("vals")
-        if not isinstance(vals, list) or not vals:
-            raise _config_error(path, f"a categorical needs a non-empty list 'vals', got {vals!r}")
-    else:
-        _validate_range(spec, kind, path)
-
-
-def _validate_range(spec: dict[str, Any], kind: str, path: str) -> None:
-    is_bound = _is_int if kind == "int" else _is_number
-    low: Any = spec.get("minval")
-    high: Any = spec.get("maxval")
-    if not (is_bound(low) and is_bound(high)):
-        expected = "integers" if kind == "int" else "numbers"
-        raise _config_error(path, f"minval and maxval must be {expected}, got {low!r}, {high!r}")
-    if low > high:
-        raise _config_error(path, f"minval {low} is greater than maxval {high}")
-    count = spec.get("count")
-    if count is not None and not (_is_int(count) and count >= 0):
-        raise _config_error(path, f"count must be a non-negative integer, got {count!r}")
-    base = spec.get("base", 10)
-    if kind == "log" and not (_is_number(base) and base > 0):
-        raise _config_error(path, f"base must be a positive number, got {base!r}")
 
 
 # --- sampling -----------------------------------------------------------------------------
@@ -86,7 +28,7 @@ def rng_for_trial(seed: int, index: int) -> random.Random:
 
 
 def sample_point(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """One point drawn at random; the space must have passed validate_space."""
+    """One point drawn at random."""
     return {name: _sample_value(spec, rng) for name, spec in space.items()}
 
 
@@ -110,10 +52,7 @@ def _sample_value(spec: dict[str, Any], rng: random.Random) -> Any:
 
 
 def grid_axes(space: dict[str, Any]) -> list[GridAxis]:
-    """The axes of the grid in space order (nested objects flattened in place).
-
-    Raises ConfigError naming the hyperparameter when an axis would be empty or has no count.
-    """
+    """The axes of the grid in space order (nested objects flattened in place)."""
     axes: list[GridAxis] = []
     _collect_axes(space, (), axes)
     return axes
@@ -128,13 +67,10 @@ def _collect_axes(space: dict[str, Any], prefix: tuple[str, ...], axes: list[Gri
         if spec["type"] == "object":  # an empty object still appears in the point
             axes.append((key, [{}]))
             continue
-        values = _axis_values(spec, ".".join((_ROOT, *key)))
-        if len(values) == 0:
-            raise _config_error(".".join((_ROOT, *key)), "the grid has no value for it (count 0)")
-        axes.append((key, values))
+        axes.append((key, _axis_values(spec)))
 
 
-def _axis_values(spec: dict[str, Any], path: str) -> Sequence[Any]:
+def _axis_values(spec: dict[str, Any]) -> Sequence[Any]:
     kind = spec["type"]
     if kind == "const":
         return [spec["val"]]
@@ -143,8 +79,7 @@ def _axis_values(spec: dict[str, Any], path: str) -> Sequence[Any]:
     low, high, count = spec["minval"], spec["maxval"], spec.get("count")
     if kind == "int":
         return int_grid(low, high, count)
-    if count is None:
-        raise _config_error(path, f"grid search needs a 'count' for a {kind} hyperparameter")
+    assert count is not None, "the config model requires a grid count for double and log"
     if kind == "double":
         return float_grid(low, high, count)
     base = float(spec.get("base", 10))

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from shipyard.common.errors import ConfigError
 from shipyard.server.app import create_app
@@ -30,9 +31,13 @@ def _port_free(host: str, port: int) -> bool:
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: FastAPI) -> None:
+        super().__init__(config)
+        self.master_app = app  # config.app is typed as any ASGI app; this one has a state
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Trials' 30 s long-polls would hold the graceful shutdown until its timeout.
-        state = getattr(self.config.app.state, "master", None)
+        state = getattr(self.master_app.state, "master", None)
         if state is not None:
             state.hub.release_all()
         super().handle_exit(sig, frame)
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout_keep_alive=30,
         timeout_graceful_shutdown=2,
     )
-    _Server(config).run()
+    _Server(config, app).run()
     return 0
 
 

@@ -17,7 +17,13 @@ from shipyard.backends.pooled import LOCAL
 from shipyard.common.errors import InvalidRequest, ShipyardError
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.pools import MasterConfig, load_master_config, make_backends, partition
+from shipyard.server.pools import (
+    MasterConfig,
+    load_master_config,
+    make_backends,
+    on_the_masters_machine,
+    partition,
+)
 from shipyard.server.routers import (
     checkpoints,
     contexts,
@@ -47,7 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     engines = {
         p.pool_name: backend.capacity_of(p.pool_name)
         for p in master_config.resource_pools
-        if p.type != "local"  # local pools share the machine's slots (LOCAL)
+        if not on_the_masters_machine(p)  # those share the machine's slots (LOCAL)
     }
     pools = partition(backend.capacity_of(LOCAL), master_config, engines)
 

@@ -32,11 +32,12 @@ from pydantic import (
     model_validator,
 )
 
-from shipyard.backends.base import Slot
+from shipyard.backends.base import Backend, OnTheMastersMachine, Slot
 from shipyard.backends.local.backend import LocalBackend
 from shipyard.backends.local.options import ContainersConfig
+from shipyard.backends.options import BackendOptions
 from shipyard.backends.pooled import LOCAL, PooledBackend
-from shipyard.backends.registry import check_type, make_backend, options_models
+from shipyard.backends.registry import backend_class, check_type, make_backend, options_models
 from shipyard.common.config.resources import DEFAULT_POOL
 from shipyard.common.errors import ConfigError
 
@@ -73,7 +74,7 @@ class PoolBase(_Strict):
         type: str
 
 
-def _pool_models() -> dict[str, type[PoolBase]]:
+def _pool_models() -> dict[str, type[PoolConfig]]:
     """A pool model per backend type: the common keys plus that backend's own."""
     return {
         name: type(f"{name.title()}PoolConfig", (PoolBase, options), {"__module__": __name__})
@@ -99,16 +100,24 @@ def _known_type(value: Any) -> Any:
     return value
 
 
-PoolConfig = Annotated[
-    Union[tuple(Annotated[model, Tag(name)] for name, model in POOL_MODELS.items())],  # type: ignore[valid-type]  # noqa: UP007
-    Discriminator(_pool_type),
-    BeforeValidator(_known_type),
-]
+if TYPE_CHECKING:
+
+    class PoolConfig(PoolBase, BackendOptions):
+        """What a type checker sees of every pool model: the union below is built at run
+        time from the backends' options."""
+
+else:
+    PoolConfig = Annotated[
+        Union[tuple(Annotated[model, Tag(name)] for name, model in POOL_MODELS.items())],  # noqa: UP007
+        Discriminator(_pool_type),
+        BeforeValidator(_known_type),
+    ]
 
 
 class MasterConfig(_Strict):
-    resource_pools: list[PoolConfig] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: [LocalPoolConfig(pool_name=DEFAULT_POOL)], min_length=1
+    resource_pools: list[PoolConfig] = Field(
+        default_factory=lambda: [LocalPoolConfig(pool_name=DEFAULT_POOL, type="local")],
+        min_length=1,
     )
     default_compute_pool: str | None = None
     # How local pools run trials with an environment.image (docs/backends/containers.md).
@@ -172,6 +181,12 @@ class Pool:
         return frozenset(s.id for s in self.slots)
 
 
+def on_the_masters_machine(pool: PoolBase | Pool) -> bool:
+    """A pool whose backend runs on the master's machine: such pools split that machine's
+    slots and share one backend (LOCAL); any other pool has an engine of its own."""
+    return issubclass(backend_class(pool.type), OnTheMastersMachine)
+
+
 def partition(
     capacity: list[Slot], config: MasterConfig, engines: Mapping[str, list[Slot]] | None = None
 ) -> dict[str, Pool]:
@@ -179,7 +194,7 @@ def partition(
     count takes the next ones, a list names them, and the one local pool without `slots`
     takes what is left. Any other pool has its own engine's slots (``engines[pool name]``),
     all of them or the first `slots`."""
-    local = [p for p in config.resource_pools if p.type == "local"]
+    local = [p for p in config.resource_pools if on_the_masters_machine(p)]
     index = {p.pool_name: i for i, p in enumerate(config.resource_pools)}
     by_id = {s.id: s for s in capacity}
     taken: set[str] = set()
@@ -224,7 +239,7 @@ def partition(
     for pool in open_ended[:1]:
         chosen[pool.pool_name] = [s for s in capacity if s.id not in taken]
     for pool in config.resource_pools:
-        if pool.type == "local":
+        if on_the_masters_machine(pool):
             continue
         if isinstance(pool.slots, list):
             problems.append(
@@ -254,12 +269,12 @@ def partition(
 def make_backends(config: MasterConfig, local_slots: int | None) -> PooledBackend:
     """One backend per pool that is not local, and one local backend the local pools share
     (``local_slots``: the master's --slots)."""
-    backends = {}
+    backends: dict[str, Backend] = {}
     expected = {}
-    if any(p.type == "local" for p in config.resource_pools):
+    if any(on_the_masters_machine(p) for p in config.resource_pools):
         backends[LOCAL] = LocalBackend(slots=local_slots, containers=config.containers)
     for pool in config.resource_pools:
-        if pool.type != "local":
+        if not on_the_masters_machine(pool):
             backends[pool.pool_name] = make_backend(pool, pool=pool.pool_name)
             if isinstance(pool.slots, int):
                 expected[pool.pool_name] = (pool.slots, getattr(pool, "slot_type", "gpu"))

@@ -14,6 +14,7 @@ from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.pools import Pool
+from shipyard.server.services.experiment_config import stored_config
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -39,8 +40,8 @@ class MasterState:
             config = session.scalar(
                 select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
             )
-            self._searcher_by_experiment[experiment_id] = SearcherOptions.from_dict(
-                (config or {}).get("searcher", {})
+            self._searcher_by_experiment[experiment_id] = SearcherOptions.of(
+                stored_config(experiment_id, config or {}).searcher
             )
         return self._searcher_by_experiment[experiment_id]
 

@@ -21,6 +21,7 @@ from shipyard.backends.base import (
     Backend,
     Handle,
     LogSource,
+    NeedsImage,
     RunState,
     RunStatus,
     Slot,
@@ -41,7 +42,7 @@ _EXIT_CANNOT_START = 127
 _EXIT_KILLED = -9  # as the local backend records a SIGKILL
 
 
-class KubernetesBackend(Backend, LogSource):
+class KubernetesBackend(Backend, LogSource, NeedsImage):
     name = "kubernetes"
 
     def __init__(

@@ -5,7 +5,7 @@ of several groups a headless Service by which the groups find group 0.
 The Pod sees the trial's files at the master's paths (hostPath volumes: the nodes must share
 the master's file system there, as on a Slurm cluster), and the master's shipyard package
 mounted read-only, so an image needs only python3 (>= 3.11). Its environment is the trial's,
-plus the multi-node variables of launch/_gang.py when there are several groups.
+plus the multi-node variables of launch/_nodes.py when there are several groups.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from shipyard.backends.kubernetes.cluster import (
 )
 from shipyard.backends.kubernetes.manifests import CONTAINER, pod_of
 from shipyard.backends.local.gpus import detect_gpus
-from shipyard.common.ports import free_port_pair
+from shipyard.common.ports import free_ports
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class PodmanCluster(Cluster):
         return len(detect_gpus()) if slot_type == "gpu" else os.cpu_count() or 1
 
     def rendezvous(self, run: str) -> tuple[str, int]:
-        return "127.0.0.1", free_port_pair("127.0.0.1")
+        return "127.0.0.1", free_ports(2, "127.0.0.1", consecutive=True)[0]
 
     def create(self, manifests: RunManifests) -> None:
         pods = [pod_of(job) for job in manifests.jobs]

@@ -27,6 +27,8 @@ from shipyard.backends.base import (
     Backend,
     Handle,
     LogSource,
+    OnTheMastersMachine,
+    RunsImages,
     RunState,
     RunStatus,
     Slot,
@@ -49,7 +51,7 @@ _WRAPPER = (
 )
 
 
-class LocalBackend(Backend, LogSource):
+class LocalBackend(Backend, LogSource, RunsImages, OnTheMastersMachine):
     name = "local"
 
     def __init__(

@@ -5,7 +5,7 @@ trial's slots on one node; it unpacks the trial's code (shipped from the master 
 and runs the trial's argv once, so a multi-slot trial's launcher starts its ranks there.
 With placement_strategy SPREAD/STRICT_SPREAD (or PACK when no node holds the whole trial)
 the placement group has several bundles (placement.py), one actor each, and each actor runs
-the argv as one node of the launchers' multi-node contract (launch/_gang.py): the run is
+the argv as one node of the launchers' multi-node contract (launch/_nodes.py): the run is
 the gang of those actors ("members"), polled, stopped and mirrored as one.
 
 The master never imports Ray: a Ray driver exits when its cluster goes away, and connecting
@@ -175,11 +175,6 @@ class RayBackend(Backend, LogSource):
     # -- launching ---------------------------------------------------------------------------
 
     def launch(self, spec: TrialLaunchSpec) -> Handle:
-        if spec.image:
-            raise NotSupportedYet(
-                f"the Ray pool {self.pool!r} cannot run a trial in a container image yet "
-                f"(environment.image: {spec.image}): its trials run in the nodes' environment"
-            )
         count = len(spec.slots)
         actor = f"shipyard-{self.pool}-trial-{spec.trial_id}-run-{spec.run_id}"
         mirror = str(Path(spec.log_path or Path(spec.workdir) / "trial.log"))

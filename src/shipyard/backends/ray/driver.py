@@ -22,7 +22,7 @@ from shipyard.backends.ray import payload, placement, protocol
 from shipyard.backends.ray.runner import TrialRunner, read_run_files
 
 _CONNECT_CHECK_S = 2.0
-# The launchers that take the multi-node variables (launch/_gang.py); anything else would run
+# The launchers that take the multi-node variables (launch/_nodes.py); anything else would run
 # once per node, each copy believing it is the whole trial.
 MULTI_NODE_LAUNCHERS = (
     "shipyard.launch.torch_distributed",
@@ -297,7 +297,7 @@ def member_names(base: str, n: int) -> list[str]:
 
 
 def node_spec(spec: dict[str, Any], rank: int, nodes: int, rendezvous: str) -> dict[str, Any]:
-    """Node ``rank``'s start: the launchers' multi-node variables (launch/_gang.py)."""
+    """Node ``rank``'s start: the launchers' multi-node variables (launch/_nodes.py)."""
     env = dict(spec["env"])
     env.update(
         SHIPYARD_NUM_NODES=str(nodes),

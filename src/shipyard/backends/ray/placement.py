@@ -1,6 +1,6 @@
 """How a trial's slots become a Ray placement group: how many bundles, each of the same
 number of slots. One bundle is one actor running the trial's command: with several, each
-is a "node" of the launchers' multi-node contract (launch/_gang.py), and every node must
+is a "node" of the launchers' multi-node contract (launch/_nodes.py), and every node must
 have the same number of slots. No Ray here: pure, so it is tested alone."""
 
 from __future__ import annotations

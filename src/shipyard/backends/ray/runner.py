@@ -22,7 +22,7 @@ from typing import Any
 from shipyard.backends.base import signal_as_negative
 from shipyard.backends.ray import keeper, payload
 from shipyard.common.files import read_from, read_int, write_atomically
-from shipyard.common.ports import free_port_pair
+from shipyard.common.ports import free_ports
 
 MAX_READ = 1 << 20
 
@@ -124,7 +124,7 @@ class TrialRunner:
         MASTER_PORT and Shipyard's coordinator)."""
         import ray
 
-        return f"{ray.util.get_node_ip_address()}:{free_port_pair()}"
+        return f"{ray.util.get_node_ip_address()}:{free_ports(2, consecutive=True)[0]}"
 
     def poll(self) -> int | None:
         """The exit code once the trial ended (and is recorded on the node), else None."""

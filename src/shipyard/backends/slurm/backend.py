@@ -3,7 +3,7 @@
 One trial run is one job: one task on one node with the trial's slots (CPUs, or GPUs of the
 pool's gres); a multi-slot trial runs its ranks on that node through its launcher. A trial
 larger than any node spans several: srun starts one task (the launcher) per node, each with
-an equal share of the slots and the multi-node variables of launch/_gang.py. The batch
+an equal share of the slots and the multi-node variables of launch/_nodes.py. The batch
 script (script.py) and the job's output, exit code and requeue marker are files next to the
 run's log, so the log and the working dir must be on a file system the master and the nodes
 share. Slurm may requeue a job (preemption, node failure): the backend then reports the run
@@ -36,7 +36,7 @@ from shipyard.backends.slurm.jobs import LIVE, JobInfo, JobTable, ended_record
 from shipyard.backends.slurm.nodes import make_slots, nodes_for, slots_per_node
 from shipyard.backends.slurm.options import SlurmOptions
 from shipyard.backends.slurm.script import JobFiles, batch_script, sbatch_args
-from shipyard.common.errors import ConfigError, NotSupportedYet
+from shipyard.common.errors import ConfigError
 from shipyard.common.files import write_atomically
 
 log = logging.getLogger(__name__)
@@ -120,11 +120,6 @@ class SlurmBackend(Backend, LogSource):
     # -- launching ----------------------------------------------------------------------------
 
     def launch(self, spec: TrialLaunchSpec) -> Handle:
-        if spec.image:
-            raise NotSupportedYet(
-                f"the Slurm pool {self.pool!r} cannot run a trial in a container image yet "
-                f"(environment.image: {spec.image}): its trials run in the nodes' environment"
-            )
         spanned = self._nodes_for(len(spec.slots))
         files = JobFiles.for_log(spec.log_path or str(Path(spec.workdir) / "trial.log"))
         files.log.parent.mkdir(parents=True, exist_ok=True)

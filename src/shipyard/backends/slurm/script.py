@@ -135,8 +135,9 @@ def batch_script(
 
 
 # A port p with p+1 free too, on the node running the batch script (node 0 of the job):
-# the launchers of node 0 bind both (launch/_gang.py). shipyard.common.ports does the same,
-# but this runs with the node's python3, which need not be the one with Shipyard installed.
+# the launchers of node 0 bind both (launch/_nodes.py). shipyard.common.ports does the same,
+# but this runs with the node's python3, which need not be the one with Shipyard installed:
+# a copy on purpose, in the script's own words.
 _FREE_PORT_PAIR = """
 import socket
 for _ in range(50):

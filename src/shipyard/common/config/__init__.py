@@ -1,7 +1,8 @@
 """The experiment config: Determined's format, validated with pydantic.
 
 cfg = load_config(yaml_text, "const.yaml")   # ConfigError lists every problem at once
-cfg.hyperparameter_space(); cfg.searcher_dict(); cfg.to_json_dict()
+cfg.searcher (typed); cfg.hyperparameter_space(); cfg.searcher_dict(); cfg.to_json_dict()
+searcher_from_json(stored)  # the typed searcher again, from what the master stored
 """
 
 from shipyard.common.config.experiment import ExperimentConfig
@@ -9,6 +10,7 @@ from shipyard.common.config.parse import (
     config_from_dict,
     load_config,
     load_config_file,
+    searcher_from_json,
     validate_context,
 )
 
@@ -17,5 +19,6 @@ __all__ = [
     "config_from_dict",
     "load_config",
     "load_config_file",
+    "searcher_from_json",
     "validate_context",
 ]

@@ -12,8 +12,10 @@ from shipyard.common.config._base import StrictModel, invalid, not_supported, ta
 STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
 
 
-class _Storage(StrictModel):
-    # Determined's retention: best N of the experiment and of each trial, latest N of each trial.
+class Retention(StrictModel):
+    """Determined's retention: best N of the experiment and of each trial, latest N of each
+    trial. Every storage type has it; with no checkpoint_storage, these defaults apply."""
+
     save_experiment_best: int = Field(default=0, ge=0)
     save_trial_best: int = Field(default=1, ge=0)
     save_trial_latest: int = Field(default=1, ge=0)
@@ -25,7 +27,7 @@ def _absolute(value: str) -> str:
     return posixpath.normpath(value)
 
 
-class SharedFsStorage(_Storage):
+class SharedFsStorage(Retention):
     type: Literal["shared_fs"]
     host_path: str
     storage_path: str | None = None
@@ -50,7 +52,7 @@ class SharedFsStorage(_Storage):
         return posixpath.normpath(posixpath.join(self.host_path, self.storage_path or ""))
 
 
-class DirectoryStorage(_Storage):
+class DirectoryStorage(Retention):
     type: Literal["directory"]
     container_path: str
 
@@ -60,7 +62,7 @@ class DirectoryStorage(_Storage):
         return self.container_path
 
 
-class _CloudStorage(_Storage):
+class _CloudStorage(Retention):
     """Parsed so the error is about support, not about unknown fields; then refused."""
 
     prefix: str | None = None

@@ -9,7 +9,7 @@ from pydantic import BeforeValidator, Field, PrivateAttr, field_validator
 
 from shipyard.common.config import entrypoint as entry
 from shipyard.common.config._base import Period, StrictModel, describe, invalid, not_supported
-from shipyard.common.config.checkpoint import CheckpointStorage
+from shipyard.common.config.checkpoint import CheckpointStorage, Retention
 from shipyard.common.config.environment import BindMount, EnvironmentConfig
 from shipyard.common.config.hyperparameters import Hyperparameter, space_of
 from shipyard.common.config.ignored import IGNORED_DEFAULTS, check_ignored
@@ -126,6 +126,10 @@ class ExperimentConfig(StrictModel):
         """The absolute directory checkpoints go to; `default` when the config leaves it open."""
         storage = self.checkpoint_storage
         return storage.base_path() if storage is not None else default  # type: ignore[union-attr]
+
+    def retention(self) -> Retention:
+        """How many checkpoints are kept (checkpoint_storage's save_* numbers)."""
+        return self.checkpoint_storage or Retention()
 
     def to_json_dict(self) -> dict:
         """The normalized config: what the master stores and a trial reads."""

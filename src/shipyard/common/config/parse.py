@@ -6,34 +6,16 @@ import posixpath
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from shipyard.common.config.cross_checks import space_problems
 from shipyard.common.config.experiment import ExperimentConfig
-from shipyard.common.config.hyperparameters import CategoricalHP, DoubleHP, leaves
 from shipyard.common.config.loader import Positions, parse_yaml, read_config_text
 from shipyard.common.config.problems import path_text, to_details
-from shipyard.common.config.searcher import GridSearcher
+from shipyard.common.config.searcher import RunnableSearcher, SearcherConfig, section_of
 from shipyard.common.errors import ConfigError, NotSupportedYet
 
 _NOT_SUPPORTED = "not_supported_yet"
-
-
-def _space_problems(cfg: ExperimentConfig) -> list[tuple[str, str]]:
-    """Checks that need the searcher and the hyperparameters together."""
-    grid = isinstance(cfg.searcher, GridSearcher)
-    problems: list[tuple[str, str]] = []
-    for path, hp in leaves(cfg.hyperparameters):
-        if isinstance(hp, CategoricalHP) and not hp.vals:
-            what = "hyperparameter space for grid is empty: " if grid else ""
-            problems.append((f"{path}.vals", f"{what}{path} has no values"))
-        elif getattr(hp, "count", None) == 0:
-            what = "hyperparameter space for grid is empty: " if grid else ""
-            problems.append((f"{path}.count", f"{what}{path} has count 0; it must be at least 1"))
-        elif grid and isinstance(hp, DoubleHP) and hp.count is None:
-            problems.append(
-                (f"{path}.count", f"grid search needs a count for {hp.type} hyperparameter {path}")
-            )
-    return problems
 
 
 def _position_of(positions: Positions, path: str) -> tuple[int | None, int | None]:
@@ -41,15 +23,17 @@ def _position_of(positions: Positions, path: str) -> tuple[int | None, int | Non
     return positions.of(parts)
 
 
-def _raise(details: list[dict], filename: str) -> NoReturn:
+def _raise(details: list[dict], filename: str | None) -> NoReturn:
     # NotSupportedYet only when nothing else is wrong: a real error must be fixed anyway.
     only_unsupported = all([d.pop(_NOT_SUPPORTED, False) for d in details])
     if len(details) == 1:
-        message = f"{filename}: {details[0]['path'] or '<config>'}: {details[0]['message']}"
+        where = f"{filename}: " if filename else ""
+        message = f"{where}{details[0]['path'] or '<config>'}: {details[0]['message']}"
     elif only_unsupported:
+        filename = filename or "the searcher section"
         message = f"{filename} uses {len(details)} settings that are not supported yet"
     else:
-        message = f"{filename} has {len(details)} problems"
+        message = f"{filename or 'the searcher section'} has {len(details)} problems"
     raise (NotSupportedYet if only_unsupported else ConfigError)(message, details)
 
 
@@ -59,7 +43,7 @@ def _validate(data: dict, positions: Positions, filename: str) -> ExperimentConf
     except ValidationError as exc:
         errors: list[Any] = exc.errors(include_url=False)
         _raise(to_details(errors, data, positions, ExperimentConfig), filename)
-    problems = _space_problems(cfg)
+    problems = space_problems(cfg)
     if problems:
         details = []
         for path, message in problems:
@@ -85,6 +69,25 @@ def config_from_dict(data: dict, filename: str = "<config>") -> ExperimentConfig
     if not isinstance(data, dict):
         raise ConfigError(f"{filename}: the config must be a mapping, got {type(data).__name__}")
     return _validate(data, Positions(), filename)
+
+
+_SEARCHER = TypeAdapter(SearcherConfig)
+
+
+def searcher_from_json(stored: dict) -> RunnableSearcher:
+    """The typed searcher section from its stored form (ExperimentConfig.searcher_dict(), as
+    the master keeps it in the database) or as written in a config. ConfigError as for the
+    whole config, paths under "searcher"; the message is "path: message" for one problem."""
+    section = section_of(stored)
+    try:
+        # The parsed-only searchers refuse themselves in validation: what passes can run.
+        searcher: RunnableSearcher = _SEARCHER.validate_python(section)  # type: ignore[assignment]
+    except ValidationError as exc:
+        errors: list[Any] = exc.errors(include_url=False)
+        for err in errors:
+            err["loc"] = ("searcher", *err["loc"])
+        _raise(to_details(errors, {"searcher": section}, Positions(), ExperimentConfig), None)
+    return searcher
 
 
 def validate_context(cfg: ExperimentConfig, files: set[str]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -11,13 +10,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from shipyard.integrations.torch import _state
-from shipyard.integrations.torch._data import (
-    TrainingData,
-    batch_size_of,
-    to_device,
-    validation_loader,
-)
+from shipyard.integrations.torch import _ranks, _state
+from shipyard.integrations.torch._data import TrainingData, to_device, validation_loader
+from shipyard.integrations.torch._metrics import loss_of, training_means, validation_means
 from shipyard.integrations.torch._trial import Trial
 from shipyard.integrations.torch._units import Batches, Length, check_length, to_steps
 
@@ -78,7 +73,7 @@ class Trainer:
                 "sets no length (local mode, or a config without searcher.max_length)"
             )
         self._accum = gradient_accumulation
-        created_group = self._setup_distributed()
+        self._ranks = _ranks.join(self.ctx)
         try:
             self._setup(amp)
             per_epoch = self._steps_per_epoch
@@ -94,11 +89,11 @@ class Trainer:
             )
             self._revalidate_after_restore()
             self.outcome = self._run(to_steps(max_length, per_epoch) if max_length else None)
-            if created_group:
+            if self._ranks.created_group:
                 # Leave together: a gloo rank whose peer tears the group down first may abort.
                 dist.barrier()
         finally:
-            if created_group and dist.is_initialized():
+            if self._ranks.created_group and dist.is_initialized():
                 dist.destroy_process_group()
 
     def _run(self, default_length: int | None) -> Outcome:
@@ -115,41 +110,9 @@ class Trainer:
         return "done"
 
     # ---------------------------------------------------------------- setup
-    def _setup_distributed(self) -> bool:
-        """Join torch.distributed when the launcher started several processes; return
-        whether this call created the process group."""
-        created = False
-        world_env = int(os.environ.get("WORLD_SIZE", "1") or 1)
-        if world_env > 1 and not dist.is_initialized():
-            backend = os.environ.get("SHIPYARD_DIST_BACKEND") or (
-                "nccl" if torch.cuda.is_available() else "gloo"
-            )
-            dist.init_process_group(backend)
-            created = True
-        if dist.is_available() and dist.is_initialized():
-            self._world, self._rank = dist.get_world_size(), dist.get_rank()
-        else:
-            self._world, self._rank = 1, 0
-        self._local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
-        shipyard_size = self.ctx.distributed.size
-        if shipyard_size > 1 and (
-            shipyard_size != self._world or self.ctx.distributed.rank != self._rank
-        ):
-            raise ValueError(
-                f"ctx.distributed (rank {self.ctx.distributed.rank} of {shipyard_size}) and "
-                f"torch.distributed (rank {self._rank} of {self._world}) disagree: start the "
-                "processes with one launcher (python3 -m shipyard.launch.torch_distributed)"
-            )
-        # Several torch ranks but one-process shipyard contexts (e.g. torchrun in local
-        # mode): the chief's preempt/stop answers are broadcast with torch.
-        self._broadcast_flags = self._world > 1 and shipyard_size == 1
-        self._collective_checkpoint = shipyard_size > 1
-        self._chief = self._rank == 0
-        return created
-
     def _setup(self, amp: bool | str) -> None:
         if torch.cuda.is_available():
-            self.device = torch.device("cuda", self._local_rank)
+            self.device = torch.device("cuda", self._ranks.local_rank)
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
@@ -177,15 +140,15 @@ class Trainer:
         self._scaler = torch.amp.GradScaler("cuda") if use_scaler else None
         self._data = TrainingData(
             self.trial.build_training_data_loader(),
-            rank=self._rank,
-            world=self._world,
+            rank=self._ranks.rank,
+            world=self._ranks.world,
             seed=int(self.ctx.info.trial_seed or 0),
             method=f"{name}.build_training_data_loader",
         )
         self._val_loader = validation_loader(
             self.trial.build_validation_data_loader(),
-            rank=self._rank,
-            world=self._world,
+            rank=self._ranks.rank,
+            world=self._ranks.world,
             method=f"{name}.build_validation_data_loader",
         )
         self._steps_per_epoch = -(-self._data.batches_per_epoch // self._accum)
@@ -199,7 +162,7 @@ class Trainer:
         self._saved_step = -1
         self._restore()
         self._train_model: nn.Module = model
-        if self._world > 1:
+        if self._ranks.world > 1:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             self._train_model = nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
         optimizer.zero_grad(set_to_none=True)
@@ -225,11 +188,11 @@ class Trainer:
         self._epoch = int(state["epoch"])
         self._batch_in_epoch = int(state["batch_in_epoch"])
         saved_world = int(state["world_size"])
-        mine = self._rank if saved_world == self._world else 0
-        if saved_world != self._world:
+        mine = self._ranks.rank if saved_world == self._ranks.world else 0
+        if saved_world != self._ranks.world:
             warnings.warn(
                 f"checkpoint {uuid} was written by {saved_world} processes and this run has "
-                f"{self._world}: the model, optimizer and step count resume exactly, but the "
+                f"{self._ranks.world}: the model, optimizer and step count resume exactly, but the "
                 "data order and random state continue from rank 0's, not as the "
                 f"{saved_world} processes would have",
                 stacklevel=3,
@@ -322,7 +285,7 @@ class Trainer:
         else:
             with torch.autocast(self.device.type, dtype=self._amp_dtype):
                 out = self.trial.train_batch(batch, self._train_model, self._batches_trained)
-        loss = self._loss_of(out)
+        loss = loss_of(out, self._name)
         if window > 1:
             loss = loss / window
         if self._scaler is not None:
@@ -331,31 +294,11 @@ class Trainer:
             loss.backward()
         return out
 
-    def _loss_of(self, out: Any) -> torch.Tensor:
-        if type(out) is not dict and not isinstance(out, Mapping):
-            raise TypeError(
-                f"{self._name}.train_batch() must return a dict of metrics including "
-                f'"loss", got {type(out).__name__}'
-            )
-        loss = out.get("loss")
-        if type(loss) is not torch.Tensor and not isinstance(loss, torch.Tensor):
-            raise ValueError(
-                f'{self._name}.train_batch() must return a dict with a "loss" tensor to '
-                f"backpropagate; it returned keys {sorted(out)}"
-                + (f' with "loss" a {type(loss).__name__}' if "loss" in out else "")
-            )
-        if loss.numel() != 1 or not loss.requires_grad:
-            raise ValueError(
-                f'{self._name}.train_batch(): "loss" must be a scalar tensor that requires '
-                f"grad, got shape {tuple(loss.shape)}, requires_grad={loss.requires_grad}"
-            )
-        return loss
-
     def _poll_signals(self) -> None:
         """Once per optimizer step (the unit of checkpoints), on every rank: with several
         shipyard ranks one collective carries both answers."""
         preempt, stop = self.ctx.should_preempt_or_stop()
-        if self._broadcast_flags:
+        if self._ranks.broadcast_flags:
             flags = torch.tensor([preempt, stop], dtype=torch.uint8, device=self.device)
             dist.broadcast(flags, src=0)
             preempt, stop = (bool(v) for v in flags.tolist())
@@ -367,99 +310,37 @@ class Trainer:
         records, self._train_records = self._train_records, {}
         if not records:
             return
-        keys = sorted(records)
-        means = []
-        for key in keys:
-            try:
-                values = [
-                    torch.as_tensor(v, dtype=torch.float64, device=self.device).reshape(())
-                    for v in records[key]
-                ]
-            except (TypeError, ValueError, RuntimeError) as exc:
-                raise ValueError(
-                    f"{self._name}.train_batch(): metric {key!r} must be a number or a "
-                    f"one-element tensor ({exc})"
-                ) from None
-            means.append(torch.stack(values).mean())
-        vector = torch.stack(means)
-        if self._world > 1:
-            dist.all_reduce(vector)
-            vector /= self._world
-        if self._chief:
-            self.ctx.train.report_training_metrics(
-                self.steps_completed, dict(zip(keys, vector.tolist(), strict=True))
-            )
+        ranks = self._ranks
+        means = training_means(records, device=self.device, world=ranks.world, name=self._name)
+        if ranks.chief:
+            self.ctx.train.report_training_metrics(self.steps_completed, means)
 
     def _validate_and_report(self) -> None:
         metrics = self._validate()
         metrics.setdefault("batches", self.steps_completed)
         self.last_validation = metrics
-        if self._chief:
+        if self._ranks.chief:
             self.ctx.train.report_validation_metrics(self.steps_completed, metrics)
             if self._full_length:
                 self.ctx.train.report_progress(min(1.0, self.steps_completed / self._full_length))
 
     def _validate(self) -> dict[str, float]:
-        """Metrics averaged over the whole validation set (all ranks). The random state is
-        put back afterwards, so validating does not change the training that follows."""
+        """Metrics over the whole validation set (all ranks). The random state is put back
+        afterwards, so validating does not change the training that follows."""
         assert self.model is not None
-        model = self.model
         rng = _state.capture_rng(self._data.generators)
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, float] = {}
-        model.eval()
         try:
-            with torch.no_grad():
-                for batch in self._val_loader:
-                    n = batch_size_of(batch)
-                    if self.device.type != "cpu":
-                        batch = to_device(batch, self.device)
-                    if self._amp_dtype is None:
-                        out = self.trial.evaluate_batch(batch, model)
-                    else:
-                        with torch.autocast(self.device.type, dtype=self._amp_dtype):
-                            out = self.trial.evaluate_batch(batch, model)
-                    if not isinstance(out, Mapping):
-                        raise TypeError(
-                            f"{self._name}.evaluate_batch() must return a dict of metrics, "
-                            f"got {type(out).__name__}"
-                        )
-                    for key, value in out.items():
-                        try:
-                            value = torch.as_tensor(
-                                value, dtype=torch.float64, device=self.device
-                            ).reshape(())
-                        except (TypeError, ValueError, RuntimeError) as exc:
-                            raise ValueError(
-                                f"{self._name}.evaluate_batch(): metric {key!r} must be a "
-                                f"number or a one-element tensor ({exc})"
-                            ) from None
-                        sums[key] = sums[key] + value * n if key in sums else value * n
-                        counts[key] = counts.get(key, 0.0) + n
+            return validation_means(
+                self.trial,
+                self.model,
+                self._val_loader,
+                device=self.device,
+                amp_dtype=self._amp_dtype,
+                world=self._ranks.world,
+                name=self._name,
+            )
         finally:
-            model.train()
             _state.restore_rng(rng, self._data.generators)
-        keys = sorted(sums)
-        if self._world > 1:
-            gathered: list[Any] = [None] * self._world
-            dist.all_gather_object(gathered, keys)
-            keys = sorted({k for rank_keys in gathered for k in rank_keys})
-        zero = torch.zeros((), dtype=torch.float64, device=self.device)
-        count_of = [counts.get(k, 0.0) for k in keys]
-        vector = torch.cat(
-            [
-                torch.stack([sums.get(k, zero) for k in keys] or [zero])[: len(keys)],
-                torch.tensor(count_of, dtype=torch.float64, device=self.device),
-            ]
-        )
-        if self._world > 1:
-            dist.all_reduce(vector)
-        values = vector.tolist()
-        n_keys = len(keys)
-        return {
-            k: values[i] / values[n_keys + i] if values[n_keys + i] else float("nan")
-            for i, k in enumerate(keys)
-        }
 
     # ---------------------------------------------------------------- checkpoints
     def _checkpoint(self) -> None:
@@ -473,8 +354,8 @@ class Trainer:
         }
         rng = _state.capture_rng(self._data.generators)
         epoch_start = self._epoch_start_rng if self._batch_in_epoch > 0 else None
-        if self._world > 1:
-            rngs: list[Any] | None = [None] * self._world if self._chief else None
+        if self._ranks.world > 1:
+            rngs: list[Any] | None = [None] * self._ranks.world if self._ranks.chief else None
             dist.gather_object((rng, epoch_start), rngs, dst=0)
         else:
             rngs = [(rng, epoch_start)]
@@ -484,9 +365,9 @@ class Trainer:
             "format": "shipyard.integrations.torch.Trainer/1",
             **position,
         }
-        if self._collective_checkpoint or self._chief:
+        if self._ranks.collective_checkpoint or self._ranks.chief:
             with self.ctx.checkpoint.store_path(metadata) as (path, _uuid):
-                if self._chief:
+                if self._ranks.chief:
                     assert rngs is not None
                     _state.write_checkpoint(
                         path,
@@ -496,7 +377,7 @@ class Trainer:
                         scaler=self._scaler,
                         trainer_state={
                             **position,
-                            "world_size": self._world,
+                            "world_size": self._ranks.world,
                             "rng": [r for r, _ in rngs],
                             "epoch_start_rng": (
                                 None if epoch_start is None else [e for _, e in rngs]

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import tarfile
 import threading
-from pathlib import Path
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
@@ -11,6 +10,7 @@ from shipyard.common import api
 from shipyard.common.errors import NotFound
 from shipyard.server.services import checkpoints
 from shipyard.server.state import MasterState, master
+from shipyard.storage import CheckpointStorage
 
 router = APIRouter(tags=["checkpoints"])
 
@@ -31,21 +31,26 @@ def download_checkpoint(uuid: str, m: MasterState = Depends(master)) -> Streamin
     """The checkpoint's files as an uncompressed tar stream."""
     with m.db.read() as s:
         ckpt = checkpoints.get(uuid, session=s)
-        path = Path(ckpt.storage_path)
+        storage = checkpoints.storage_of(ckpt, session=s)
         state = ckpt.state
-    if state != checkpoints.COMPLETED or not (path / "metadata.json").exists():
+    if state != checkpoints.COMPLETED or not storage.is_complete(uuid):
         raise NotFound(f"checkpoint {uuid} has been deleted or its files are gone")
-    return StreamingResponse(_tar_stream(path), media_type="application/x-tar")
+    return StreamingResponse(_tar_stream(storage, uuid), media_type="application/x-tar")
 
 
-def _tar_stream(path: Path):
-    """Stream a tar of `path` through a pipe without building it in memory."""
+def _tar_stream(storage: CheckpointStorage, uuid: str):
+    """Stream a tar of the checkpoint's files through a pipe without building it in memory."""
     import os
 
     read_fd, write_fd = os.pipe()
 
     def writer() -> None:
-        with os.fdopen(write_fd, "wb") as sink, tarfile.open(fileobj=sink, mode="w|") as tar:
+        # The pipe's end is opened first, so it is closed (the reader sees the end) whatever fails.
+        with (
+            os.fdopen(write_fd, "wb") as sink,
+            storage.restore_path(uuid) as path,
+            tarfile.open(fileobj=sink, mode="w|") as tar,
+        ):
             for item in sorted(path.rglob("*")):
                 tar.add(item, arcname=str(item.relative_to(path)), recursive=False)
 

@@ -27,8 +27,9 @@ async def upload_context(request: Request, m: MasterState = Depends(master)) -> 
     limit_mb = m.settings.max_context_mb
     declared = int(request.headers.get("content-length") or 0)
     if declared > limit_mb * 2**20:
-        size = f"{declared / 2**20:.1f} MiB"
-        raise TooLarge(f"context archive is {size}, over the limit of {limit_mb} MiB")
+        raise TooLarge(
+            f"context archive is {declared / 2**20:.1f} MiB, over the limit of {limit_mb} MiB"
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from sqlalchemy import select
 
 import shipyard
 from shipyard.common import api
-from shipyard.server import orm
 from shipyard.server.services import jobs
 from shipyard.server.state import MasterState, master
 
@@ -29,7 +27,7 @@ def get_master(m: MasterState = Depends(master)) -> api.MasterInfo:
 def list_pools(m: MasterState = Depends(master)) -> list[api.PoolInfo]:
     """Each pool: its backend, slots used of total, scheduler, and whether its engine answers."""
     with m.db.read() as s:
-        busy = jobs.busy_slots(s)
+        busy = jobs.busy_slots(session=s)
     pools = []
     for pool in m.pools.values():
         problem = m.backend.health_of(pool.name)
@@ -53,12 +51,7 @@ def list_pools(m: MasterState = Depends(master)) -> list[api.PoolInfo]:
 @router.get("/slots", operation_id="list_slots", response_model=list[api.SlotInfo])
 def list_slots(m: MasterState = Depends(master)) -> list[api.SlotInfo]:
     with m.db.read() as s:
-        holders = s.execute(
-            select(orm.Trial.id, orm.Trial.experiment_id, orm.Trial.slots).where(
-                orm.Trial.state.in_(jobs.HOLDING)
-            )
-        ).all()
-    owner = {slot: (tid, eid) for tid, eid, slots in holders for slot in slots or []}
+        owner = jobs.slot_holders(session=s)
     pool_of = {slot.id: pool.name for pool in m.pools.values() for slot in pool.slots}
     return [
         api.SlotInfo(

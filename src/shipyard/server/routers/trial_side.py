@@ -7,30 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
-from shipyard.common.errors import Conflict, InvalidRequest
-from shipyard.common.states import TrialState
-from shipyard.server import orm
-from shipyard.server.orm import utcnow
-from shipyard.server.routers.trials import get_trial_row
-from shipyard.server.services import checkpoints, metrics, searching
+from shipyard.common.errors import InvalidRequest
+from shipyard.server.services import metrics, searching, trial_reports
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["trial-side"])
-
-RUN_ERROR_MAX_CHARS = 1000
-
-
-def _running(trial: orm.Trial | metrics.ReportingTrial, run_id: Any) -> int:
-    """Reports are taken from the trial's current run only: a process of an older run that
-    is still alive must not overwrite what the current run reports."""
-    if not isinstance(run_id, int) or isinstance(run_id, bool):
-        raise InvalidRequest(f"run_id must be an integer, got {run_id!r}")
-    if TrialState(trial.state).terminal:
-        raise Conflict(f"trial {trial.id} has ended ({trial.state})")
-    if run_id != trial.run_id:
-        raise Conflict(f"trial {trial.id} is on run {trial.run_id}, not run {run_id}")
-    return run_id
 
 
 @router.post("/trials/{trial_id}/metrics", operation_id="report_trial_metrics")
@@ -43,7 +25,7 @@ def report_trial_metrics(
         raise InvalidRequest("reports must be a list")
     with m.metric_keys.transaction(), m.db.write() as s:
         trial = metrics.reporting_trial(trial_id, session=s)
-        run_id = _running(trial, body.get("run_id"))
+        run_id = trial_reports.current_run(trial, body.get("run_id"))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
         options = m.searcher_options(trial.experiment_id, session=s)
         for v in validations:
@@ -63,12 +45,8 @@ def report_checkpoint(
 ) -> dict:
     """Record a checkpoint whose files (and metadata.json, last) are already written."""
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
-        _running(trial, body.get("run_id"))
-        exp = s.get(orm.Experiment, trial.experiment_id)
-        ckpt = checkpoints.register(trial, body, base_path=exp.checkpoint_base, session=s)
-        trial.last_heartbeat = utcnow()
-        return {"uuid": ckpt.uuid}
+        uuid = trial_reports.checkpoint(trial_id, body.get("run_id"), body, session=s)
+    return {"uuid": uuid}
 
 
 @router.post("/trials/{trial_id}/searcher/wait", operation_id="wait_for_searcher")
@@ -78,10 +56,8 @@ def wait_for_searcher(
     """The trial reached its target and found no new one: it asks to wait without holding
     a slot. If a new target came meanwhile, the answer says so and the trial goes on."""
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
-        _running(trial, body.get("run_id"))
-        wait = searching.park(trial)
-        return {"wait": wait, "target": trial.target_length, "stop": trial.stop_requested}
+        parked = trial_reports.park(trial_id, body.get("run_id"), session=s)
+    return parked._asdict()
 
 
 @router.post("/trials/{trial_id}/progress", operation_id="report_trial_progress")
@@ -92,9 +68,7 @@ def report_trial_progress(
     if not isinstance(progress, int | float) or not 0 <= progress <= 1:
         raise InvalidRequest(f"progress must be a number from 0 to 1, got {progress!r}")
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
-        trial.progress = float(progress)
-        trial.last_heartbeat = utcnow()
+        trial_reports.progress(trial_id, float(progress), session=s)
     return {}
 
 
@@ -104,9 +78,7 @@ def trial_heartbeat(
 ) -> dict:
     """The trial's training loop is alive (see heartbeat_timeout)."""
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
-        _running(trial, body.get("run_id"))
-        trial.last_heartbeat = utcnow()
+        trial_reports.heartbeat(trial_id, body.get("run_id"), session=s)
     return {}
 
 
@@ -122,13 +94,9 @@ def report_trial_run_error(
     if not isinstance(message, str) or not message.strip():
         raise InvalidRequest(f"message must be a non-empty string, got {message!r:.80}")
     with m.db.write() as s:
-        trial = get_trial_row(trial_id, s)
-        _running(trial, body.get("run_id"))
-        if body.get("append") is True and trial.run_error:
-            message = f"{message}: {trial.run_error}"
-        if len(message) > RUN_ERROR_MAX_CHARS:  # the trial cuts it too; a row is no log
-            message = message[: RUN_ERROR_MAX_CHARS - 1] + "…"
-        trial.run_error = message
+        trial_reports.run_error(
+            trial_id, body.get("run_id"), message, append=body.get("append") is True, session=s
+        )
     return {}
 
 
@@ -147,12 +115,7 @@ async def get_trial_signals(
     def read() -> dict:
         version = m.hub.version(trial_id)  # before the row: a later bump cannot be missed
         with m.db.read() as s:
-            trial = get_trial_row(trial_id, s)
-            return {
-                "version": version,
-                "preempt": bool(trial.preempt_requested),
-                "stop": bool(trial.stop_requested),
-                "target": trial.target_length,
-            }
+            signals = trial_reports.signals(trial_id, session=s)
+        return {"version": version, **signals._asdict()}
 
     return await run_in_threadpool(read)

@@ -3,25 +3,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Response
 
 from shipyard.common import api
-from shipyard.common.errors import NotFound
 from shipyard.common.states import TrialState
-from shipyard.server import orm
 from shipyard.server.routers.experiments import poll_logs
 from shipyard.server.routers.responses import json_response
-from shipyard.server.services import checkpoints, logs, metric_series, trial_list, views
+from shipyard.server.services import checkpoints, logs, metric_series, trial_list, trials
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["trials"])
 
-LAST_LOG_LINES = 20
 MAX_LISTED = 1000  # trials a list answer holds at most
-
-
-def get_trial_row(trial_id: int, s) -> orm.Trial:
-    trial = s.get(orm.Trial, trial_id)
-    if trial is None:
-        raise NotFound(f"trial {trial_id} does not exist")
-    return trial
 
 
 @router.get("/trials", operation_id="list_trials", response_model=list[api.TrialListItem])
@@ -46,12 +36,7 @@ def list_trials(
 @router.get("/trials/{trial_id}", operation_id="get_trial", response_model=api.TrialDetail)
 def get_trial(trial_id: int, m: MasterState = Depends(master)) -> api.TrialDetail:
     with m.db.read() as s:
-        trial = get_trial_row(trial_id, s)
-        exp = s.get(orm.Experiment, trial.experiment_id)
-        detail = views.trial_summaries(exp, [trial], session=s, detail=True)[0]
-        if TrialState(trial.state) == TrialState.ERRORED or trial.restarts:
-            detail.last_log_lines = logs.tail(trial_id, LAST_LOG_LINES, session=s)
-        return detail
+        return trials.detail(trial_id, session=s)
 
 
 @router.get("/trials/{trial_id}/logs", operation_id="get_trial_logs", response_model=api.LogPage)
@@ -69,7 +54,7 @@ async def get_trial_logs(
 
     def read() -> api.LogPage:
         with m.db.read() as s:
-            get_trial_row(trial_id, s)
+            trials.get(trial_id, session=s)
             return logs.page(
                 trial_id=trial_id,
                 experiment_id=None,
@@ -99,7 +84,7 @@ def get_trial_metrics(
     """The trial's metric series; with max_points, each keeps its first and last points and
     the min and max of each part of its step range, at most max_points in all."""
     with m.db.read() as s:
-        get_trial_row(trial_id, s)
+        trials.get(trial_id, session=s)
         return json_response(
             metric_series.series(trial_id, group=group, name=name, max_points=max_points, session=s)
         )
@@ -114,5 +99,5 @@ def list_trial_checkpoints(trial_id: int, m: MasterState = Depends(master)) -> R
     """The trial's checkpoints by step (deleted ones left out), as the experiment's list
     gives them."""
     with m.db.read() as s:
-        get_trial_row(trial_id, s)
+        trials.get(trial_id, session=s)
         return json_response(checkpoints.list_for_trial(trial_id, session=s))

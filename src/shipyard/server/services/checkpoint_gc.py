@@ -12,7 +12,7 @@ from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services.checkpoints import DELETED, select_for_deletion
 from shipyard.server.services.jobs import HOLDING
-from shipyard.storage import CheckpointStorage, storage_from_dict
+from shipyard.storage import CheckpointStorage, storage_at
 
 log = logging.getLogger(__name__)
 
@@ -20,10 +20,10 @@ log = logging.getLogger(__name__)
 def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> list[str]:
     """Apply retention to one trial's checkpoints, or to the whole experiment's."""
     with db.read() as s:
-        exp = s.get(orm.Experiment, experiment_id)
+        exp = s.get_one(orm.Experiment, experiment_id)
         doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
         base = exp.checkpoint_base
-    storage = storage_from_dict({"type": "shared_fs", "base_path": base})
+    storage = storage_at(base)
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []
@@ -34,7 +34,7 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
             log.exception("could not delete checkpoint %s", uuid)
     with db.write() as s:
         for uuid in doomed:
-            s.get(orm.Checkpoint, uuid).state = DELETED
+            s.get_one(orm.Checkpoint, uuid).state = DELETED
     return doomed
 
 
@@ -54,7 +54,8 @@ def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int)
             s.scalars(select(orm.Checkpoint.uuid).where(orm.Checkpoint.uuid.in_(list(marks))))
         )
         trial_ids = {m.get("trial_id") for m in marks.values()}
-        trials = {t.id: t for t in s.scalars(select(orm.Trial).where(orm.Trial.id.in_(trial_ids)))}
+        query = select(orm.Trial).where(orm.Trial.id.in_(trial_ids))
+        trials: dict[object, orm.Trial] = {t.id: t for t in s.scalars(query)}  # by a mark's id
     removed = []
     for uuid, owner in marks.items():
         trial = trials.get(owner.get("trial_id"))

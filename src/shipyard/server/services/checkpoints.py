@@ -11,6 +11,8 @@ from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import metrics, views
+from shipyard.server.services.experiment_config import config_of
+from shipyard.storage import CheckpointStorage, storage_at
 
 COMPLETED, DELETED = "COMPLETED", "DELETED"
 
@@ -45,7 +47,7 @@ def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) 
         meta=metadata,
         resources=resources,
         size=sum(resources.values()),
-        storage_path=f"{base_path}/{uuid}",
+        storage_path=storage_at(base_path).location(uuid),
         state=COMPLETED,
     )
     session.add(ckpt)
@@ -60,9 +62,14 @@ def get(uuid: str, *, session: Session) -> orm.Checkpoint:
     return ckpt
 
 
+def storage_of(ckpt: orm.Checkpoint, *, session: Session) -> CheckpointStorage:
+    """The storage that holds the checkpoint's files: its experiment's."""
+    return storage_at(session.get_one(orm.Experiment, ckpt.experiment_id).checkpoint_base)
+
+
 def info(ckpt: orm.Checkpoint, *, session: Session) -> api.CheckpointInfo:
     exp = session.get(orm.Experiment, ckpt.experiment_id)
-    metric = exp.config.get("searcher", {}).get("metric") if exp else None
+    metric = config_of(exp).searcher.metric if exp else None
     value = (
         metrics.value_at(ckpt.trial_id, metric, ckpt.steps_completed, session=session)
         if metric
@@ -97,12 +104,12 @@ def select_for_deletion(
     or the whole experiment's (when it ends). A trial's own best `save_experiment_best`
     are kept until the experiment ends, because the experiment's best are among them.
     The latest checkpoint of a trial that may still run is always kept: it resumes from it."""
-    policy = exp.config.get("checkpoint_storage") or {}
-    keep_latest = int(policy.get("save_trial_latest", 1))
-    keep_best = int(policy.get("save_trial_best", 1))
-    keep_exp_best = int(policy.get("save_experiment_best", 0))
-    searcher = exp.config.get("searcher", {})
-    metric, smaller = searcher.get("metric"), searcher.get("smaller_is_better", True)
+    cfg = config_of(exp)
+    retention = cfg.retention()
+    keep_latest = retention.save_trial_latest
+    keep_best = retention.save_trial_best
+    keep_exp_best = retention.save_experiment_best
+    metric, smaller = cfg.searcher.metric, cfg.searcher.smaller_is_better
 
     query = select(orm.Checkpoint).where(
         orm.Checkpoint.experiment_id == exp.id, orm.Checkpoint.state == COMPLETED
@@ -118,8 +125,9 @@ def select_for_deletion(
     }
 
     def best_first(items: list[orm.Checkpoint]) -> list[orm.Checkpoint]:
-        scored = [c for c in items if scores[c.uuid] is not None]
-        return sorted(scored, key=lambda c: scores[c.uuid] if smaller else -scores[c.uuid])
+        scored = [(score, c) for c in items if (score := scores[c.uuid]) is not None]
+        scored.sort(key=lambda pair: pair[0] if smaller else -pair[0])
+        return [c for _score, c in scored]
 
     keep: set[str] = {c.uuid for c in best_first(ckpts)[:keep_exp_best]}
     by_trial: dict[int, list[orm.Checkpoint]] = {}

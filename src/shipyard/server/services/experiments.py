@@ -7,15 +7,20 @@ import secrets
 from sqlalchemy import select
 from sqlalchemy.orm import Session, defer
 
+from shipyard.backends.base import NeedsImage, RunsImages
+from shipyard.backends.registry import backend_class, types_with
 from shipyard.common import api
-from shipyard.common.config import load_config, validate_context
+from shipyard.common.config import ExperimentConfig, load_config, validate_context
+from shipyard.common.config.resources import ResourcesConfig
 from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound, NotSupportedYet
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import searching, views
+from shipyard.server.services import lifecycle, searching, views
 from shipyard.server.services.contexts import get_context
+from shipyard.server.services.experiment_config import config_of
+from shipyard.server.services.lifecycle import Event
 
 
 def workspace_id(name: str, *, session: Session) -> int:
@@ -43,38 +48,37 @@ def create(
     if req.context_id is not None:
         files = set(get_context(req.context_id, session=session).files)
     validate_context(cfg, files)
-    config = cfg.to_json_dict()
-    _check_lengths(config)
-    pool = _pool_for(config["resources"], pools, default_pool)
-    _check_image_runs_in(pools[pool], config)
-    seed = config.get("reproducibility", {}).get("experiment_seed")
+    _check_lengths(cfg)
+    pool = _pool_for(cfg.resources, pools, default_pool)
+    _check_image_runs_in(pools[pool], cfg)
+    seed = cfg.reproducibility.experiment_seed
     if seed is None:
         seed = secrets.randbelow(2**31)
     exp = orm.Experiment(
-        workspace_id=workspace_id(config["workspace"], session=session),
-        project=config["project"],
-        name=config["name"],
-        description=config.get("description") or "",
-        labels=list(config.get("labels") or []),
-        config=config,
+        workspace_id=workspace_id(cfg.workspace, session=session),
+        project=cfg.project,
+        name=cfg.name,
+        description=cfg.description or "",
+        labels=list(cfg.labels),
+        config=cfg.to_json_dict(),
         config_yaml=req.config_yaml,
         context_id=req.context_id,
         state=ExperimentState.ACTIVE,
         seed=seed,
         checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
-        priority=config["resources"]["priority"],
+        priority=cfg.resources.priority,
         resource_pool=pool,
         owner=req.owner,
     )
     session.add(exp)
     session.flush()
-    searching.start(exp, cfg.searcher_dict(), cfg.hyperparameter_space(), session=session)
+    searching.start(exp, cfg, session=session)
     return exp
 
 
-def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str:
+def _pool_for(resources: ResourcesConfig, pools: dict[str, Pool], default_pool: str) -> str:
     """The pool the experiment's trials run in; it must exist and be big enough."""
-    name = resources.get("resource_pool") or default_pool
+    name = resources.resource_pool or default_pool
     if name not in pools:
         raise ConfigError(
             "the experiment asks for a resource pool this master does not have",
@@ -86,7 +90,7 @@ def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str
                 }
             ],
         )
-    wanted, have = resources["slots_per_trial"], len(pools[name].slots)
+    wanted, have = resources.slots_per_trial, len(pools[name].slots)
     if wanted > have:
         where = "this master has" if len(pools) == 1 else f"resource pool {name!r} has"
         raise ConfigError(
@@ -101,22 +105,23 @@ def _pool_for(resources: dict, pools: dict[str, Pool], default_pool: str) -> str
     return name
 
 
-def _check_image_runs_in(pool: Pool, config: dict) -> None:
-    """Local pools run a trial in a container when it names an image, Kubernetes pools
-    always do, the others never (yet): say so at submit, not at each launch."""
-    image = (config.get("environment") or {}).get("image")
-    if pool.type == "kubernetes" and not image:
+def _check_image_runs_in(pool: Pool, cfg: ExperimentConfig) -> None:
+    """Whether the pool's backend runs images, or only images (its mixins): said at submit,
+    so no backend refuses at each launch."""
+    image = cfg.environment.image
+    backend = backend_class(pool.type)
+    if issubclass(backend, NeedsImage) and not image:
         raise ConfigError(
-            "a kubernetes pool runs every trial in a container",
+            f"a {pool.type} pool runs every trial in a container",
             [
                 {
                     "path": "environment.image",
-                    "message": f"resource pool {pool.name!r} is a kubernetes pool: set "
+                    "message": f"resource pool {pool.name!r} is a {pool.type} pool: set "
                     "environment.image to an image with python3 (>= 3.11)",
                 }
             ],
         )
-    if pool.type not in ("local", "kubernetes") and image:
+    if image and not issubclass(backend, RunsImages):
         raise NotSupportedYet(
             f"containers are not supported yet in a {pool.type} pool",
             [
@@ -124,7 +129,7 @@ def _check_image_runs_in(pool: Pool, config: dict) -> None:
                     "path": "environment.image",
                     "message": f"resource pool {pool.name!r} is a {pool.type} pool, which "
                     "runs trials without containers: not supported yet; remove "
-                    "environment.image or use a local or kubernetes pool",
+                    f"environment.image or use a {' or '.join(types_with(RunsImages))} pool",
                 }
             ],
         )
@@ -133,11 +138,11 @@ def _check_image_runs_in(pool: Pool, config: dict) -> None:
 _MAX_LENGTHS = {"name": 256, "workspace": 128, "project": 128}  # the columns' sizes
 
 
-def _check_lengths(config: dict) -> None:
+def _check_lengths(cfg: ExperimentConfig) -> None:
     problems = [
-        {"path": field, "message": f"at most {limit} characters, got {len(config[field])}"}
+        {"path": field, "message": f"at most {limit} characters, got {len(getattr(cfg, field))}"}
         for field, limit in _MAX_LENGTHS.items()
-        if len(config[field] or "") > limit
+        if len(getattr(cfg, field)) > limit
     ]
     if problems:
         raise ConfigError("the experiment config is not valid", problems)
@@ -191,8 +196,8 @@ def pause(exp_id: int, *, session: Session) -> orm.Experiment:
     _require_state(exp, (ExperimentState.ACTIVE,), "paused")
     exp.state = ExperimentState.PAUSED
     # Queued trials wait; running ones are asked to checkpoint and exit (the orchestrator).
-    for trial in _trials(exp.id, (TrialState.QUEUED,), session):
-        trial.state = TrialState.PAUSED
+    for trial in _trials(exp.id, lifecycle.states_allowing(Event.PAUSED), session):
+        lifecycle.apply(session, trial, Event.PAUSED)
     return exp
 
 
@@ -202,8 +207,8 @@ def activate(exp_id: int, *, session: Session) -> orm.Experiment:
         return exp
     _require_state(exp, (ExperimentState.PAUSED,), "activated")
     exp.state = ExperimentState.ACTIVE
-    for trial in _trials(exp.id, (TrialState.PAUSED,), session):
-        trial.state = TrialState.QUEUED
+    for trial in _trials(exp.id, lifecycle.states_allowing(Event.ACTIVATED), session):
+        lifecycle.apply(session, trial, Event.ACTIVATED)
     return exp
 
 
@@ -215,9 +220,8 @@ def kill(exp_id: int, *, session: Session) -> orm.Experiment:
     exp.state = ExperimentState.CANCELED
     exp.ended_at = utcnow()
     # Trials not holding slots end now; running ones are terminated by the orchestrator.
-    for trial in _trials(exp.id, (TrialState.QUEUED, TrialState.PAUSED), session):
-        trial.state = TrialState.CANCELED
-        trial.ended_at = utcnow()
+    for trial in _trials(exp.id, lifecycle.states_allowing(Event.KILLED), session):
+        lifecycle.apply(session, trial, Event.KILLED)
     return exp
 
 
@@ -255,8 +259,10 @@ def set_resources(
         raise InvalidRequest(
             "weight cannot be removed", [{"path": "weight", "message": "expected a number > 0"}]
         )
-    # A new dict: the JSON column is saved only when it is assigned.
-    exp.config = {**exp.config, "resources": {**exp.config["resources"], **given}}
+    # A new dict: the JSON column is saved only when it is assigned (config_of, keyed by the
+    # stored content, validates the new one when it is next read).
+    resources = config_of(exp).resources.model_dump(mode="json") | given
+    exp.config = {**exp.config, "resources": resources}
     if "priority" in given:
         exp.priority = given["priority"]
     return exp

@@ -12,8 +12,8 @@ from shipyard.common import api
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.pools import Pool
-from shipyard.server.services import searching
-from shipyard.server.workers import scheduler
+from shipyard.server.services import scheduler, searching
+from shipyard.server.services.experiment_config import config_of
 
 HOLDING = (TrialState.STARTING, TrialState.RUNNING)
 
@@ -30,21 +30,31 @@ def priority_in(pool: Pool, exp: orm.Experiment) -> int:
 
 
 def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.Request:
-    resources = exp.config["resources"]
+    resources = config_of(exp).resources
     return scheduler.Request(
         trial_id=trial.id,
         experiment_id=exp.id,
         priority=priority_in(pool, exp),
-        slots_needed=resources["slots_per_trial"],
-        max_slots=resources.get("max_slots"),
-        weight=float(resources.get("weight", 1.0)),
+        slots_needed=resources.slots_per_trial,
+        max_slots=resources.max_slots,
+        weight=resources.weight,
     )
 
 
-def busy_slots(session: Session) -> set[str]:
+def busy_slots(*, session: Session) -> set[str]:
     """The slot ids held by trials that are starting or running."""
     held = session.scalars(select(orm.Trial.slots).where(orm.Trial.state.in_(HOLDING))).all()
     return {slot for slots in held for slot in slots or []}
+
+
+def slot_holders(*, session: Session) -> dict[str, tuple[int, int]]:
+    """slot id -> (trial id, experiment id) of the trial holding it."""
+    rows = session.execute(
+        select(orm.Trial.id, orm.Trial.experiment_id, orm.Trial.slots).where(
+            orm.Trial.state.in_(HOLDING)
+        )
+    ).all()
+    return {slot: (tid, eid) for tid, eid, slots in rows for slot in slots or []}
 
 
 def holding_with_experiments(session: Session) -> list[tuple[orm.Trial, orm.Experiment]]:
@@ -140,8 +150,8 @@ def job_list(
             resource_pool=e.resource_pool,
             state=t.state,
             priority=e.priority,
-            weight=float(e.config["resources"].get("weight", 1.0)),
-            slots_needed=e.config["resources"]["slots_per_trial"],
+            weight=config_of(e).resources.weight,
+            slots_needed=config_of(e).resources.slots_per_trial,
             slots=list(t.slots or []),
             reason=reason,
         )

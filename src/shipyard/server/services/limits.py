@@ -14,13 +14,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.server import orm
+from shipyard.server.services.experiment_config import config_of
 
 TIME_LIMIT = "exceeded its time limit"  # how a time-limit stop's reason starts
 
 
 def hung(trial: orm.Trial, exp: orm.Experiment, now: datetime) -> str | None:
     """Why the trial counts as hung, or None."""
-    timeout = exp.config.get("heartbeat_timeout")
+    timeout = config_of(exp).heartbeat_timeout
     if timeout is None or trial.last_heartbeat is None:
         return None
     silent = (now - trial.last_heartbeat).total_seconds()
@@ -31,7 +32,7 @@ def hung(trial: orm.Trial, exp: orm.Experiment, now: datetime) -> str | None:
 
 def over_time(trial: orm.Trial, exp: orm.Experiment, ran_s: float) -> str | None:
     """Why the trial must stop for its time limit, or None."""
-    limit = exp.config.get("trial_time_limit")
+    limit = config_of(exp).trial_time_limit
     if limit is None or ran_s <= limit or trial.stop_requested:
         return None
     return f"{TIME_LIMIT}: ran {ran_s:.0f} s, trial_time_limit is {limit} s"

@@ -60,10 +60,10 @@ def page(
         query = query.where(orm.LogLine.rank == rank, orm.LogLine.stream != api.LOG_STREAM_LAUNCHER)
     if trial_id is not None:
         query = query.where(orm.LogLine.trial_id == trial_id)
-        ended = TrialState(session.get(orm.Trial, trial_id).state).terminal
+        ended = TrialState(session.get_one(orm.Trial, trial_id).state).terminal
     else:
         query = query.where(orm.LogLine.experiment_id == experiment_id)
-        ended = ExperimentState(session.get(orm.Experiment, experiment_id).state).terminal
+        ended = ExperimentState(session.get_one(orm.Experiment, experiment_id).state).terminal
     rows = list(session.scalars(query))
     lines = [
         api.LogLine(

@@ -13,7 +13,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import NamedTuple
 
-from sqlalchemy import Column, ColumnElement, select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -167,7 +167,7 @@ def _keys(group: str | None, name: str | None, session: Session) -> dict[int, tu
 
 
 def _read(
-    series_column: Column[int],
+    series_column: ColumnElement[int],
     where: list[ColumnElement[bool]],
     max_points: int | None,
     session: Session,

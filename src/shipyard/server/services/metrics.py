@@ -259,7 +259,7 @@ def summaries(
             api.MetricSummary(
                 name=row.name,
                 group=row.group,
-                count=row.count,
+                count=row._mapping["count"],  # row.count is typed as tuple's count()
                 last=row.last,
                 last_step=row.last_step,
                 min=row.min,

@@ -12,7 +12,7 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from shipyard.common.config import load_config
+from shipyard.common.config import ExperimentConfig, load_config, searcher_from_json
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.search import (
     Create,
@@ -27,6 +27,9 @@ from shipyard.search import (
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
+from shipyard.server.services import lifecycle
+from shipyard.server.services.experiment_config import config_of
+from shipyard.server.services.lifecycle import Event
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,8 @@ class SearcherCache:
         cached = self._live.pop(exp.id, None)
         if cached is not None and cached[0] == state.get("seq"):
             return cached[1]
-        searcher = make_searcher(state["config"], state["space"], exp.seed)
+        config = searcher_from_json(state["config"])
+        searcher = make_searcher(config, state["space"], exp.seed)
         searcher.set_state(state["state"])
         return searcher
 
@@ -69,13 +73,15 @@ def preview(config_yaml: str, config_file: str) -> dict:
 
     cfg = load_config(config_yaml, config_file)
     seed = cfg.to_json_dict().get("reproducibility", {}).get("experiment_seed") or 0
-    return preview_search(cfg.searcher_dict(), cfg.hyperparameter_space(), seed)
+    return preview_search(cfg.searcher, cfg.hyperparameter_space(), seed)
 
 
-def start(exp: orm.Experiment, searcher_config: dict, space: dict, *, session: Session) -> None:
-    """Create the searcher of a new experiment and its first trials."""
-    searcher = make_searcher(searcher_config, space, exp.seed)
-    exp.searcher_state = {"config": searcher_config, "space": space, "state": None, "seq": 0}
+def start(exp: orm.Experiment, cfg: ExperimentConfig, *, session: Session) -> None:
+    """Create the searcher of a new experiment and its first trials. Its config and space
+    are kept as JSON with its state, to rebuild it after a restart (searcher_from_json)."""
+    space = cfg.hyperparameter_space()
+    searcher = make_searcher(cfg.searcher, space, exp.seed)
+    exp.searcher_state = {"config": cfg.searcher_dict(), "space": space, "state": None, "seq": 0}
     requests = searcher.create_trials()
     for request in requests:
         _create_trial(session, exp, request)
@@ -122,7 +128,7 @@ def consume_events(
 def _warn_if_unusable(exp: orm.Experiment, request_id: str, metrics: dict) -> None:
     """A searcher metric that is missing, NaN or inf counts as the worst value: say so in
     the master's log (the searcher's note on the trial says it in `experiment describe`)."""
-    metric = (exp.config.get("searcher") or {}).get("metric")
+    metric = config_of(exp).searcher.metric
     value = metrics.get(metric)
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         log.warning(
@@ -193,9 +199,7 @@ def stop_trial(session: Session, trial: orm.Trial, reason: str, grace_s: float) 
         trial.stop_deadline = utcnow() + timedelta(seconds=grace_s)
         return
     # Not running (queued, paused, or waiting for a new target): it ends here and now.
-    trial.state = TrialState.STOPPED
-    trial.ended_at = utcnow()
-    session.add(exit_event(trial, ExitReason.STOPPED))
+    lifecycle.apply(session, trial, Event.STOPPED)
 
 
 def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) -> None:
@@ -205,21 +209,20 @@ def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) 
         if request.parent_request_id
         else None
     )
-    session.add(
-        orm.Trial(
-            experiment_id=exp.id,
-            workspace_id=exp.workspace_id,
-            request_id=request.request_id,
-            hparams=request.hparams,
-            seed=trial_seed(exp.seed, request.request_id),
-            state=TrialState.PAUSED if waiting else TrialState.QUEUED,
-            target_length=request.target,
-            # PBT's exploit: the new trial starts from its parent's latest checkpoint.
-            parent_trial_id=parent.id if parent else None,
-            latest_checkpoint=parent.latest_checkpoint if parent else None,
-            steps_completed=_checkpoint_steps(session, parent.latest_checkpoint) if parent else 0,
-        )
+    trial = orm.Trial(
+        experiment_id=exp.id,
+        workspace_id=exp.workspace_id,
+        request_id=request.request_id,
+        hparams=request.hparams,
+        seed=trial_seed(exp.seed, request.request_id),
+        target_length=request.target,
+        # PBT's exploit: the new trial starts from its parent's latest checkpoint.
+        parent_trial_id=parent.id if parent else None,
+        latest_checkpoint=parent.latest_checkpoint if parent else None,
+        steps_completed=_checkpoint_steps(session, parent.latest_checkpoint) if parent else 0,
     )
+    lifecycle.apply(session, trial, Event.CREATED_PAUSED if waiting else Event.CREATED)
+    session.add(trial)
 
 
 def _checkpoint_steps(session: Session, uuid: str | None) -> int:
@@ -292,15 +295,6 @@ def finish_if_done(exp: orm.Experiment, *, session: Session) -> bool:
     exp.progress = 1.0
     exp.ended_at = utcnow()
     return True
-
-
-def exit_event(trial: orm.Trial, reason: ExitReason) -> orm.SearcherEvent:
-    return orm.SearcherEvent(
-        experiment_id=trial.experiment_id,
-        trial_id=trial.id,
-        kind="exit",
-        payload={"request_id": trial.request_id, "reason": reason.value},
-    )
 
 
 def record_validation(

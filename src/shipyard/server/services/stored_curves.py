@@ -26,7 +26,8 @@ from shipyard.server.db import Database
 log = logging.getLogger(__name__)
 
 # The table's columns: rows, not ORM objects, for a thousand curves at a time.
-_stored = orm.StoredCurve.__table__
+# (The Table from the metadata: `__table__` is typed as a FromClause, which delete() refuses.)
+_stored = orm.Base.metadata.tables[orm.StoredCurve.__tablename__]
 _c = _stored.c
 _trials = orm.Trial.__table__.c
 

@@ -44,7 +44,7 @@ def _item(trial: orm.Trial, experiment_name: str) -> api.TrialListItem:
         id=trial.id,
         experiment_id=trial.experiment_id,
         experiment_name=experiment_name,
-        state=trial.state,
+        state=TrialState(trial.state),
         restarts=trial.restarts,
         run_id=trial.run_id,
         steps_completed=trial.steps_completed,

@@ -12,10 +12,7 @@ from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import limits, metrics, searching
-
-
-def _searcher(exp: orm.Experiment) -> dict:
-    return exp.config.get("searcher", {})
+from shipyard.server.services.experiment_config import config_of
 
 
 def _pick_best(values: list[float | None], smaller_is_better: bool) -> float | None:
@@ -28,9 +25,9 @@ def _pick_best(values: list[float | None], smaller_is_better: bool) -> float | N
 def trial_summaries(
     exp: orm.Experiment, trials: list[orm.Trial], *, session: Session, detail: bool = False
 ) -> list[api.TrialSummary] | list[api.TrialDetail]:
-    searcher = _searcher(exp)
-    metric = searcher.get("metric")
-    smaller = searcher.get("smaller_is_better", True)
+    searcher = config_of(exp).searcher
+    metric = searcher.metric
+    smaller = searcher.smaller_is_better
     sums = metrics.summaries([t.id for t in trials], smaller_is_better=smaller, session=session)
     out = []
     for t in trials:
@@ -126,8 +123,7 @@ def _workspace_name(workspace_id: int, session: Session) -> str:
 def experiment_summary(
     exp: orm.Experiment, trials: list[api.TrialSummary], *, session: Session
 ) -> dict:
-    searcher = _searcher(exp)
-    smaller = searcher.get("smaller_is_better", True)
+    smaller = config_of(exp).searcher.smaller_is_better
     best = _pick_best([t.best_validation for t in trials], smaller)
     best_trial = next(
         (t.id for t in trials if best is not None and t.best_validation == best), None
@@ -185,7 +181,7 @@ def _best_validations(
 ) -> dict[int, tuple[float | None, int | None]]:
     """Experiment id -> (best value of its searcher metric, the first trial that has it),
     from the per-trial summaries."""
-    metric_of = {e.id: _searcher(e).get("metric") for e in exps}
+    metric_of = {e.id: config_of(e).searcher.metric for e in exps}
     ms, t, mk = orm.MetricSummary, orm.Trial, orm.MetricKey
     rows = session.execute(
         select(t.experiment_id, t.id, mk.name, ms.min, ms.max)
@@ -198,7 +194,7 @@ def _best_validations(
         )
         .order_by(t.id)
     )
-    smaller = {e.id: _searcher(e).get("smaller_is_better", True) for e in exps}
+    smaller = {e.id: config_of(e).searcher.smaller_is_better for e in exps}
     out: dict[int, tuple[float | None, int | None]] = {}
     for exp_id, trial_id, name, low, high in rows:
         if name != metric_of[exp_id]:
@@ -220,7 +216,7 @@ def _summary_fields(
     best: float | None,
     best_trial: int | None,
 ) -> dict:
-    searcher = _searcher(exp)
+    searcher = config_of(exp).searcher
     return dict(
         id=exp.id,
         name=exp.name,
@@ -230,9 +226,9 @@ def _summary_fields(
         project=exp.project,
         owner=exp.owner,
         state=exp.state,
-        searcher=searcher.get("name", ""),
-        metric=searcher.get("metric", ""),
-        smaller_is_better=searcher.get("smaller_is_better", True),
+        searcher=searcher.name,
+        metric=searcher.metric,
+        smaller_is_better=searcher.smaller_is_better,
         progress=exp.progress,
         num_trials=sum(trial_states.values()),
         trial_states=trial_states,
@@ -280,9 +276,9 @@ def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[api.Tria
     rows = conn.execute(
         select(*_TRIAL_TABLE_COLUMNS).where(t.experiment_id == exp.id).order_by(t.id)
     ).all()
-    searcher = _searcher(exp)
-    metric = searcher.get("metric")
-    values = _searcher_values(exp.id, metric, searcher.get("smaller_is_better", True), conn)
+    searcher = config_of(exp).searcher
+    metric = searcher.metric
+    values = _searcher_values(exp.id, metric, searcher.smaller_is_better, conn)
     return [
         api.TrialSummary(**_trial_fields(r, metric, *values.get(r.id, (None, None)))) for r in rows
     ]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
+from typing import cast
 
 from sqlalchemy import func, select
 
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import metric_series, stored_curves
+from shipyard.server.services.experiment_config import stored_config
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +68,16 @@ class CurveKeeper:
                 return stored
             stored += self._store(experiment_id)
         if ended:  # each experiment's latest end (never None: ended ones only)
-            newest = max(when for _, when in ended)
+            newest = max(cast(datetime, when) for _, when in ended)
             self._since = newest if self._since is None else max(self._since, newest)
         return stored
 
     def _store(self, experiment_id: int) -> int:
         with self.db.read() as s:
-            config = s.scalar(
+            config = s.scalars(
                 select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
-            )
-            metric = (config or {}).get("searcher", {}).get("metric")
-            if not metric:
-                return 0
+            ).one()
+            metric = stored_config(experiment_id, config).searcher.metric
             found = metric_series.curves(
                 experiment_id,
                 name=metric,

@@ -30,7 +30,7 @@ class ExperimentDriver:
         signaled: list[int] = []
         for exp_id in sorted(pending):
             with self.db.write() as s:
-                exp = s.get(orm.Experiment, exp_id)
+                exp = s.get_one(orm.Experiment, exp_id)
                 told, searcher = searching.consume_events(
                     exp, session=s, cache=self.searchers, stop_grace_s=self.stop_grace_s
                 )
@@ -52,7 +52,7 @@ class ExperimentDriver:
             )
         for exp_id in candidates:
             with self.db.write() as s:
-                searching.finish_if_done(s.get(orm.Experiment, exp_id), session=s)
+                searching.finish_if_done(s.get_one(orm.Experiment, exp_id), session=s)
         self._forget_ended()
 
     def _forget_ended(self) -> None:

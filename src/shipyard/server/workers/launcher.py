@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
 from shipyard.backends.base import Slot, TrialLaunchSpec
+from shipyard.common.config.environment import BindMount, DeviceImages
 from shipyard.common.errors import ConfigError
 from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.services.contexts import unpack_context
+from shipyard.server.services.experiment_config import config_of
 from shipyard.server.settings import Settings
-
-
-def entrypoint_argv(entrypoint: str | list[str]) -> list[str]:
-    return shlex.split(entrypoint) if isinstance(entrypoint, str) else list(entrypoint)
 
 
 def _experiment_config_file(settings: Settings, exp: orm.Experiment) -> Path:
@@ -38,21 +35,21 @@ def _workdir(settings: Settings, exp: orm.Experiment, trial: orm.Trial) -> Path:
         if exp.context_id:
             unpack_context(settings.home, exp.context_id, workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        _bind_mounts(exp.config.get("bind_mounts") or [], workdir)
+        _bind_mounts(config_of(exp).bind_mounts, workdir)
         marker.write_text(exp.context_id or "")
     return workdir
 
 
-def _bind_mounts(mounts: list[dict], workdir: Path) -> None:
+def _bind_mounts(mounts: list[BindMount], workdir: Path) -> None:
     """Processes share the host's file system: a relative container_path becomes a link
     in the working dir; an absolute one equal to host_path needs nothing."""
     for mount in mounts:
-        target = Path(mount["container_path"])
+        target = Path(mount.container_path)
         if not target.is_absolute():
             link = workdir / target
             link.parent.mkdir(parents=True, exist_ok=True)
             if not link.exists():
-                link.symlink_to(mount["host_path"])
+                link.symlink_to(mount.host_path)
 
 
 def _base_env() -> dict[str, str]:
@@ -64,11 +61,13 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-def choose_image(image: str | dict | None, slots: list[Slot]) -> str | None:
+def choose_image(image: str | DeviceImages | dict | None, slots: list[Slot]) -> str | None:
     """The image to run on these slots: Determined's per-device map gives `cpu` to CPU
     slots and `cuda` (or its old name `gpu`) to GPU slots."""
     if image is None or isinstance(image, str):
         return image
+    if isinstance(image, DeviceImages):
+        image = image.model_dump()
     kind = "gpu" if any(s.kind == "gpu" for s in slots) else "cpu"
     keys = ("cuda", "gpu") if kind == "gpu" else ("cpu",)
     for key in keys:
@@ -99,18 +98,13 @@ def _heartbeat_interval(timeout: int | None) -> str:
 def build_spec(
     settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
 ) -> TrialLaunchSpec:
-    config = exp.config
-    image = choose_image(config.get("environment", {}).get("image"), slots)
+    config = config_of(exp)
+    image = choose_image(config.environment.image, slots)
     # A container has its image's environment, not the master's.
     env = {"PYTHONUNBUFFERED": "1"} if image else _base_env()
-    env.update(
-        {
-            str(k): str(v)
-            for k, v in (config.get("environment", {}).get("environment_variables") or {}).items()
-        }
-    )
-    searcher = config.get("searcher", {})
-    max_length = full_length(searcher)
+    env.update(config.env_vars())
+    searcher = config.searcher
+    max_length = full_length(config.searcher)
     env.update(
         {
             "SHIPYARD_MASTER": settings.master_url,
@@ -124,11 +118,11 @@ def build_spec(
                 {"type": "shared_fs", "base_path": exp.checkpoint_base}
             ),
             "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
-            "SHIPYARD_SEARCHER_METRIC": searcher.get("metric") or "",
+            "SHIPYARD_SEARCHER_METRIC": searcher.metric,
             "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),
             "SHIPYARD_SEARCHER_TARGET": _optional(trial.target_length),
-            "SHIPYARD_SEARCHER_TIME_METRIC": searcher.get("time_metric") or "",
-            "SHIPYARD_HEARTBEAT_INTERVAL_S": _heartbeat_interval(config.get("heartbeat_timeout")),
+            "SHIPYARD_SEARCHER_TIME_METRIC": searcher.time_metric or "",
+            "SHIPYARD_HEARTBEAT_INTERVAL_S": _heartbeat_interval(config.heartbeat_timeout),
             "SHIPYARD_SLOT_IDS": ",".join(s.id for s in slots),
             "SHIPYARD_RANK": "0",
             "SHIPYARD_LOCAL_RANK": "0",
@@ -138,11 +132,11 @@ def build_spec(
     return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
-        argv=entrypoint_argv(config["entrypoint"]),
+        argv=config.entrypoint_argv(),
         env=env,
         workdir=str(_workdir(settings, exp, trial)),
         slots=slots,
         image=image,
         log_path=run_log_path(settings, trial),
-        bind_mounts=list(config.get("bind_mounts") or []),
+        bind_mounts=[mount.model_dump() for mount in config.bind_mounts],
     )

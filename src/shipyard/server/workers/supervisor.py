@@ -1,5 +1,7 @@
-"""Trial supervisor: launches scheduled trials, notices exits, restarts or ends trials,
-carries pause/kill to running trials, and collects their output."""
+"""Trial supervisor: the runs of trials. Launches the runs the scheduler places, notices
+their exits, carries pause, kill, preemption and limits to running processes, and collects
+their output. What an exit means is judged in run_exit.py; the state it moves the trial to
+is services/lifecycle.py's."""
 
 from __future__ import annotations
 
@@ -13,53 +15,24 @@ from shipyard.backends.base import Handle, LogSource, RunState, RunStatus, Slot
 from shipyard.backends.pooled import PooledBackend
 from shipyard.common.errors import ConfigError
 from shipyard.common.states import ExperimentState, TrialState
-from shipyard.search import ExitReason
-from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import jobs, limits, logs, searching
+from shipyard.server.services import jobs, lifecycle, limits, logs, scheduler, searching
+from shipyard.server.services.experiment_config import config_of
+from shipyard.server.services.lifecycle import Event
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
-from shipyard.server.workers import scheduler
+from shipyard.server.workers import run_exit
 from shipyard.server.workers.launcher import build_spec, run_log_path
 
 log = logging.getLogger(__name__)
 
 
-def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
-    """It trained as far as its search lets any trial (in the searcher's time unit)."""
-    length = full_length(exp.config.get("searcher", {}))
-    if length is None:
-        return False
-    time = trial.steps_completed if trial.searcher_time is None else trial.searcher_time
-    return time >= length
-
-
-def _end_run(session, trial: orm.Trial, how: str) -> None:
-    """Record how the trial's current run ended (runs launched before migration 0003
-    have no row)."""
-    run = session.get(orm.TrialRun, (trial.id, trial.run_id))
-    if run is not None:
-        run.ended_at = utcnow()
-        run.ended_how = how
-
-
 def _experiment_paused(session, trial_id: int) -> bool:
-    exp = session.get(orm.Experiment, session.get(orm.Trial, trial_id).experiment_id)
+    exp = session.get_one(orm.Experiment, session.get_one(orm.Trial, trial_id).experiment_id)
     return ExperimentState(exp.state) == ExperimentState.PAUSED
-
-
-def _describe_exit(state: RunState) -> str:
-    if state.status == RunStatus.LOST:
-        return state.reason or "the trial's process was lost (no exit code)"
-    if state.status == RunStatus.PREEMPTED:
-        return state.reason or "preempted by its engine"
-    code = state.exit_code
-    if code is not None and code < 0:
-        return f"killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 class Supervisor:
@@ -91,24 +64,17 @@ class Supervisor:
                 handle = self._find(trial)
                 if handle is None and trial.stop_requested:
                     # The searcher had stopped it: lost now, it ends as stopped.
-                    trial.state = TrialState.STOPPED
-                    trial.ended_at = utcnow()
-                    trial.slots = []
-                    trial.handle = None
-                    s.add(searching.exit_event(trial, ExitReason.STOPPED))
-                    _end_run(s, trial, "lost while the master was down; stopped by the searcher")
+                    how = "lost while the master was down; stopped by the searcher"
+                    lifecycle.apply(s, trial, Event.LOST_STOPPING, run_ended_how=how)
                     continue
                 if handle is None:
                     log.warning("trial %s was not found after the restart; requeued", trial.id)
-                    trial.state = TrialState.QUEUED
-                    trial.slots = []
-                    trial.handle = None
                     trial.exit_reason = (
                         "lost while the master was down; resumed from its checkpoint"
                     )
-                    _end_run(s, trial, trial.exit_reason)
+                    lifecycle.apply(s, trial, Event.LOST, run_ended_how=trial.exit_reason)
                     continue
-                trial.state = TrialState.RUNNING
+                lifecycle.apply(s, trial, Event.REATTACHED)
                 trial.last_heartbeat = utcnow()  # the time the master was down is not its fault
                 self.handles[trial.id] = handle
                 self.offsets[trial.id] = trial.log_offset
@@ -150,7 +116,8 @@ class Supervisor:
                 placed = scheduler.assign(requests, free, used, reserve=pool.preemption)
                 for trial, exp in pool_rows:
                     if trial.id in placed:
-                        self._start_run(s, trial, placed[trial.id])
+                        slot_ids = [slot.id for slot in placed[trial.id]]
+                        lifecycle.apply(s, trial, Event.PLACED, slots=slot_ids)
                         used[exp.id] = used.get(exp.id, 0) + len(placed[trial.id])
                         launches.append((trial, exp, placed[trial.id]))
                 if pool.preemption:
@@ -172,7 +139,7 @@ class Supervisor:
             # Recorded at once: a master that dies now finds this process on restart
             # instead of launching the run a second time.
             with self.db.write() as s:
-                row = s.get(orm.Trial, trial.id)
+                row = s.get_one(orm.Trial, trial.id)
                 row.handle = handle.data
                 run = s.get(orm.TrialRun, (trial.id, row.run_id))
                 if run is not None:
@@ -182,37 +149,22 @@ class Supervisor:
                         **handle.data.get(Handle.ENVIRONMENT, {}),
                     }
                 if row.state == TrialState.STARTING:
-                    row.state = TrialState.RUNNING
+                    lifecycle.apply(s, row, Event.LAUNCHED)
         return len(launches)
-
-    @staticmethod
-    def _start_run(s, trial: orm.Trial, slots: list[Slot]) -> None:
-        trial.state = TrialState.STARTING
-        trial.slots = [slot.id for slot in slots]
-        trial.run_id += 1
-        trial.log_offset = 0
-        trial.log_lines = 0
-        trial.preempt_requested = False
-        trial.preempt_deadline = None
-        trial.waiting_for_searcher = False
-        trial.run_error = None
-        trial.last_heartbeat = utcnow()
-        trial.started_at = trial.started_at or utcnow()
-        s.add(orm.TrialRun(trial_id=trial.id, run_id=trial.run_id, slots=trial.slots))
 
     def _preempt(self, s, trial_ids: list[int], why: str) -> None:
         """Ask trials to give up their slots: checkpoint and exit, or be killed after
         their experiment's preemption_timeout."""
         now = utcnow()
         for trial_id in trial_ids:
-            trial = s.get(orm.Trial, trial_id)
-            exp = s.get(orm.Experiment, trial.experiment_id)
+            trial = s.get_one(orm.Trial, trial_id)
+            exp = s.get_one(orm.Experiment, trial.experiment_id)
             trial.preempt_requested = True
             trial.preempt_deadline = now + timedelta(seconds=self._preemption_timeout(exp))
             log.info("preempting trial %s: %s", trial_id, why)
 
     def _preemption_timeout(self, exp: orm.Experiment) -> float:
-        timeout = exp.config.get("preemption_timeout")
+        timeout = config_of(exp).preemption_timeout
         return self.settings.preempt_timeout_s if timeout is None else float(timeout)
 
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
@@ -262,83 +214,17 @@ class Supervisor:
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
         self.terminating.discard(trial_id)
-        reason = reason or _describe_exit(state)
-        ended = False
+        reason = reason or run_exit.describe(state)
         with self.db.write() as s:
-            trial = s.get(orm.Trial, trial_id)
-            if trial.run_error:
-                reason = f"{reason}: {trial.run_error}"  # what the trial said went wrong
-            exp = s.get(orm.Experiment, trial.experiment_id)
-            trial.handle = None
-            trial.slots = []
-            max_restarts = exp.config.get("max_restarts", 5)
-            clean_exit = state.status == RunStatus.EXITED and state.exit_code == 0
-            engine_preempted = state.status == RunStatus.PREEMPTED
-            if ExperimentState(exp.state) == ExperimentState.CANCELED:
-                trial.state = TrialState.CANCELED
-                trial.exit_reason = "the experiment was killed"
-                outcome = "canceled: the experiment was killed"
-                s.add(searching.exit_event(trial, ExitReason.CANCELED))
-            elif trial.stop_requested:
-                # The searcher stopped it: after its final checkpoint, or terminated when
-                # the grace period ran out, it ends as the searcher's decision.
-                trial.state = TrialState.STOPPED
-                if not clean_exit:
-                    trial.exit_reason = f"{trial.exit_reason}; then {reason}"
-                outcome = (
-                    trial.exit_reason
-                    if (trial.exit_reason or "").startswith(limits.TIME_LIMIT)
-                    else "stopped by the searcher"
-                )
-                s.add(searching.exit_event(trial, ExitReason.STOPPED))
-            elif (
-                clean_exit
-                and not trial.waiting_for_searcher
-                and (not trial.preempt_requested or _reached_max_length(trial, exp))
-            ):
-                # A trial that finished its work ends, even if a pause came meanwhile.
-                trial.state = TrialState.COMPLETED
-                trial.exit_reason = None
-                trial.preempt_requested = False
-                trial.preempt_deadline = None
-                outcome = "completed"
-                s.add(searching.exit_event(trial, ExitReason.COMPLETED))
-            elif (
-                trial.preempt_requested
-                or engine_preempted
-                or (clean_exit and trial.waiting_for_searcher)
-            ):
-                # Preempted, by Shipyard or by the engine (it resumes from its checkpoint), or
-                # it reached its searcher target and waits for the next one: either way it
-                # holds no slot.
-                if engine_preempted:
-                    outcome = "resumes from its checkpoint"  # after the engine's reason
-                elif trial.waiting_for_searcher:
-                    outcome = "waits for the searcher's next target"
-                else:
-                    outcome = "preempted: resumes from its checkpoint"
-                trial.preempt_requested = False
-                trial.preempt_deadline = None
-                paused = ExperimentState(exp.state) == ExperimentState.PAUSED
-                trial.state = TrialState.PAUSED if paused else TrialState.QUEUED
-            elif can_restart and trial.restarts < max_restarts:
-                trial.restarts += 1
-                trial.state = TrialState.QUEUED
-                outcome = f"restart {trial.restarts} of {max_restarts}"
-                trial.exit_reason = f"{reason}; {outcome}"
-            else:
-                trial.state = TrialState.ERRORED
-                outcome = (
-                    f"no restarts left (max_restarts: {max_restarts})"
-                    if can_restart
-                    else "not restarted: it would fail the same way"
-                )
-                trial.exit_reason = f"{reason}; {outcome}"
-                s.add(searching.exit_event(trial, ExitReason.ERRORED))
-            _end_run(s, trial, f"{reason}; {outcome}")
-            if TrialState(trial.state).terminal:
-                trial.ended_at = utcnow()
-                ended = True
+            trial = s.get_one(orm.Trial, trial_id)
+            exp = s.get_one(orm.Experiment, trial.experiment_id)
+            max_restarts = config_of(exp).max_restarts
+            verdict = run_exit.judge(
+                trial, exp, state, reason, max_restarts=max_restarts, can_restart=can_restart
+            )
+            trial.exit_reason = verdict.exit_reason
+            lifecycle.apply(s, trial, verdict.event, run_ended_how=verdict.run_ended_how)
+            ended = TrialState(trial.state).terminal
             exp_id = exp.id
         if ended:
             self.ended.append((exp_id, trial_id))
@@ -365,7 +251,7 @@ class Supervisor:
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
                 .where(orm.Trial.id.in_(list(self.handles)))
             ).all()
-            timed = [t.id for t, e in rows if e.config.get("trial_time_limit") is not None]
+            timed = [t.id for t, e in rows if config_of(e).trial_time_limit is not None]
             ran = limits.running_seconds(timed, now, session=s)
         for trial, exp in rows:
             if trial.id in self.terminating:
@@ -390,13 +276,13 @@ class Supervisor:
                 self._preempt(s, still_paused, why="its experiment was paused")
                 to_wake += still_paused
                 for trial_id, why in hung.items():
-                    s.get(orm.Trial, trial_id).run_error = why  # joins its exit reason
+                    s.get_one(orm.Trial, trial_id).run_error = why  # joins its exit reason
                     log.warning("trial %s is hung: %s; killing it", trial_id, why)
                 for trial_id, why in over_time.items():
                     # Stopped as a searcher stop is: it checkpoints and exits, or is
                     # terminated after the stop grace period.
                     searching.stop_trial(
-                        s, s.get(orm.Trial, trial_id), why, self.settings.stop_grace_s
+                        s, s.get_one(orm.Trial, trial_id), why, self.settings.stop_grace_s
                     )
         to_kill += list(hung)
         for trial_id in to_wake:
@@ -425,7 +311,7 @@ class Supervisor:
             if not chunk:
                 return
             with self.db.write() as s:
-                logs.append(s.get(orm.Trial, trial_id), chunk, new_offset, session=s)
+                logs.append(s.get_one(orm.Trial, trial_id), chunk, new_offset, session=s)
             self.offsets[trial_id] = new_offset
             if not final:
                 return

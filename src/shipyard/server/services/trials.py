@@ -1,0 +1,30 @@
+"""One trial as the API shows it: found by id, and its detail (`shipyard trial describe`)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from shipyard.common import api
+from shipyard.common.errors import NotFound
+from shipyard.common.states import TrialState
+from shipyard.server import orm
+from shipyard.server.services import experiments, logs, views
+
+LAST_LOG_LINES = 20  # an errored or restarted trial's detail shows its last lines of output
+
+
+def get(trial_id: int, *, session: Session) -> orm.Trial:
+    trial = session.get(orm.Trial, trial_id)
+    if trial is None:
+        raise NotFound(f"trial {trial_id} does not exist")
+    return trial
+
+
+def detail(trial_id: int, *, session: Session) -> api.TrialDetail:
+    trial = get(trial_id, session=session)
+    exp = experiments.get(trial.experiment_id, session=session)
+    found = views.trial_summaries(exp, [trial], session=session, detail=True)[0]
+    assert isinstance(found, api.TrialDetail)  # detail=True builds TrialDetail
+    if TrialState(trial.state) == TrialState.ERRORED or trial.restarts:
+        found.last_log_lines = logs.tail(trial_id, LAST_LOG_LINES, session=session)
+    return found
