@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,15 +15,16 @@ from types import TracebackType
 
 import httpx
 
+from shipyard.common.ports import free_ports
+
 REPO = Path(__file__).resolve().parents[1]
 STARTUP_TIMEOUT_S = 60.0
 STOP_GRACE_S = 15.0
 
 
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    (port,) = free_ports(1, "127.0.0.1")
+    return port
 
 
 def has_training_point(api: httpx.Client, trial_id: int) -> bool:

@@ -42,6 +42,7 @@ from typing import Any
 import httpx
 import yaml
 from _master import REPO, Master
+from _poll import poll
 from _stats import summary
 
 from shipyard.client import Shipyard
@@ -150,8 +151,7 @@ def list_trials(client: httpx.Client, experiment_id: int) -> list[dict[str, Any]
 def wait_all_reporting(
     client: httpx.Client, experiment_id: int, trials: int, min_step: int
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+    def reporting() -> list[dict[str, Any]] | None:
         rows = list_trials(client, experiment_id)
         ended = [t for t in rows if t["state"] not in ("QUEUED", "STARTING", "RUNNING")]
         if ended:
@@ -160,8 +160,14 @@ def wait_all_reporting(
             t["state"] == "RUNNING" and t["steps_completed"] >= min_step for t in rows
         ):
             return rows
-        time.sleep(0.5)
-    raise TimeoutError(f"the {trials} trials were not all running within {START_TIMEOUT_S} s")
+        return None
+
+    return poll(
+        reporting,
+        f"the {trials} trials running past step {min_step}",
+        timeout_s=START_TIMEOUT_S,
+        every_s=0.5,
+    )
 
 
 def measure_recovery(
@@ -325,12 +331,15 @@ def cleanup(
         with contextlib.suppress(Exception):
             if master.process.poll() is None:
                 client.post(f"/experiments/{experiment_id}/kill")
-                deadline = time.monotonic() + 20
-                while time.monotonic() < deadline:
-                    state = client.get(f"/experiments/{experiment_id}").json()["state"]
-                    if state in ("CANCELED", "COMPLETED", "ERRORED"):
-                        break
-                    time.sleep(0.2)
+                poll(
+                    lambda: (
+                        client.get(f"/experiments/{experiment_id}").json()["state"]
+                        in ("CANCELED", "COMPLETED", "ERRORED")
+                    ),
+                    "the killed experiment's end",
+                    timeout_s=20,
+                    every_s=0.2,
+                )
     master.stop(signal.SIGTERM)
     return kill_leftovers(master.home)
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from typer.testing import CliRunner
 
 from shipyard.cli.main import app
+from shipyard.common.ports import free_ports
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +20,8 @@ def private_home(tmp_path, monkeypatch):
 @pytest.fixture
 def free_port() -> int:
     """A port nothing listens on (bound and released by the OS just now)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    (port,) = free_ports(1, "127.0.0.1")
+    return port
 
 
 @pytest.fixture

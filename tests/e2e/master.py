@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from shipyard.common.ports import free_ports
 from tests.fixtures.poll import poll
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
@@ -26,9 +26,8 @@ PREEMPTED = "exited with code 0; preempted: resumes from its checkpoint"
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    (port,) = free_ports(1, "127.0.0.1")
+    return port
 
 
 def make_context(directory: Path) -> bytes:

@@ -111,7 +111,7 @@ def test_without_a_length_compute_is_in_trials() -> None:
 )
 def test_pbt_and_optuna_plans_come_from_their_packages(package: Any, fields: dict) -> None:
     config = typed(searcher_config(**fields))
-    plan = preview(typed(config), EVERY_TYPE, 0)
+    plan = preview(config, EVERY_TYPE, 0)
     assert plan == package.preview_plan(config, EVERY_TYPE)
     assert plan["searcher"] == fields["name"] and plan["total_trials"] > 0
 

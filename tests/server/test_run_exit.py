@@ -17,6 +17,7 @@ CONFIG = load_config(
 name: run-exit
 entrypoint: python3 train.py
 searcher: {name: single, metric: loss, max_length: {batches: 100}}
+max_restarts: 2
 """,
     "run-exit.yaml",
 ).to_json_dict()
@@ -34,9 +35,7 @@ def case(exp_state="ACTIVE", run=FAILED, reason=None, can_restart=True, **trial_
     for name, value in trial_fields.items():
         setattr(trial, name, value)
     exp = orm.Experiment(state=exp_state, config=CONFIG)
-    verdict = judge(
-        trial, exp, run, reason or describe(run), max_restarts=2, can_restart=can_restart
-    )
+    verdict = judge(trial, exp, run, reason or describe(run), can_restart=can_restart)
     return verdict.event, verdict.exit_reason, verdict.run_ended_how
 
 

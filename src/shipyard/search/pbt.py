@@ -327,7 +327,7 @@ def preview_plan(config: PbtConfig, space: dict[str, Any]) -> dict[str, Any]:
     random_compute = total_trials * rounds * length
     return {
         "searcher": KIND,
-        "unit": config.unit(),
+        "unit": config.time_metric or "steps",
         "brackets": [
             {
                 "bracket": 0,

@@ -26,14 +26,14 @@ def _position_of(positions: Positions, path: str) -> tuple[int | None, int | Non
 def _raise(details: list[dict], filename: str | None) -> NoReturn:
     # NotSupportedYet only when nothing else is wrong: a real error must be fixed anyway.
     only_unsupported = all([d.pop(_NOT_SUPPORTED, False) for d in details])
+    what = filename or "the searcher section"  # None: searcher_from_json's section alone
     if len(details) == 1:
         where = f"{filename}: " if filename else ""
         message = f"{where}{details[0]['path'] or '<config>'}: {details[0]['message']}"
     elif only_unsupported:
-        filename = filename or "the searcher section"
-        message = f"{filename} uses {len(details)} settings that are not supported yet"
+        message = f"{what} uses {len(details)} settings that are not supported yet"
     else:
-        message = f"{filename or 'the searcher section'} has {len(details)} problems"
+        message = f"{what} has {len(details)} problems"
     raise (NotSupportedYet if only_unsupported else ConfigError)(message, details)
 
 

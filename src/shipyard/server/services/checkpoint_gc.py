@@ -11,7 +11,7 @@ from sqlalchemy import select
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services.checkpoints import DELETED, select_for_deletion
-from shipyard.server.services.jobs import HOLDING
+from shipyard.server.services.lifecycle import HOLDING
 from shipyard.storage import CheckpointStorage, storage_at
 
 log = logging.getLogger(__name__)

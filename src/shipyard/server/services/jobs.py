@@ -14,8 +14,7 @@ from shipyard.server import orm
 from shipyard.server.pools import Pool
 from shipyard.server.services import scheduler, searching
 from shipyard.server.services.experiment_config import config_of
-
-HOLDING = (TrialState.STARTING, TrialState.RUNNING)
+from shipyard.server.services.lifecycle import HOLDING
 
 # A queued trial may launch unless it waits for a target its searcher has not given yet.
 LAUNCHABLE = (orm.Trial.state == TrialState.QUEUED) & or_(
@@ -43,8 +42,7 @@ def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.
 
 def busy_slots(*, session: Session) -> set[str]:
     """The slot ids held by trials that are starting or running."""
-    held = session.scalars(select(orm.Trial.slots).where(orm.Trial.state.in_(HOLDING))).all()
-    return {slot for slots in held for slot in slots or []}
+    return set(slot_holders(session=session))
 
 
 def slot_holders(*, session: Session) -> dict[str, tuple[int, int]]:

@@ -71,7 +71,7 @@ class ForbiddenTransition(RuntimeError):
 
 
 _S = TrialState
-_HOLDING = (_S.STARTING, _S.RUNNING)
+HOLDING = (_S.STARTING, _S.RUNNING)  # a run is open: the trial holds slots
 _WAITING = (_S.QUEUED, _S.PAUSED)
 
 # (state before, or None for a new trial) x event -> transition.
@@ -84,25 +84,25 @@ _ROWS: list[tuple[Sequence[TrialState | None], Event, Transition]] = [
     (_WAITING, Event.STOPPED, Transition(_S.STOPPED, tells_searcher=ExitReason.STOPPED)),
     ((_S.QUEUED,), Event.PLACED, Transition(_S.STARTING, opens_run=True)),
     ((_S.STARTING,), Event.LAUNCHED, Transition(_S.RUNNING)),
-    (_HOLDING, Event.REATTACHED, Transition(_S.RUNNING)),
-    (_HOLDING, Event.LOST, Transition(_S.QUEUED, closes_run=True)),
+    (HOLDING, Event.REATTACHED, Transition(_S.RUNNING)),
+    (HOLDING, Event.LOST, Transition(_S.QUEUED, closes_run=True)),
     (
-        _HOLDING,
+        HOLDING,
         Event.LOST_STOPPING,
         Transition(_S.STOPPED, closes_run=True, tells_searcher=ExitReason.STOPPED),
     ),
     (
-        _HOLDING,
+        HOLDING,
         Event.EXITED_KILLED,
         Transition(_S.CANCELED, closes_run=True, tells_searcher=ExitReason.CANCELED),
     ),
     (
-        _HOLDING,
+        HOLDING,
         Event.EXITED_STOPPING,
         Transition(_S.STOPPED, closes_run=True, tells_searcher=ExitReason.STOPPED),
     ),
     (
-        _HOLDING,
+        HOLDING,
         Event.FINISHED,
         Transition(
             _S.COMPLETED,
@@ -111,15 +111,15 @@ _ROWS: list[tuple[Sequence[TrialState | None], Event, Transition]] = [
             tells_searcher=ExitReason.COMPLETED,
         ),
     ),
-    (_HOLDING, Event.YIELDED, Transition(_S.QUEUED, closes_run=True, clears_preemption=True)),
+    (HOLDING, Event.YIELDED, Transition(_S.QUEUED, closes_run=True, clears_preemption=True)),
     (
-        _HOLDING,
+        HOLDING,
         Event.YIELDED_PAUSED,
         Transition(_S.PAUSED, closes_run=True, clears_preemption=True),
     ),
-    (_HOLDING, Event.CRASHED, Transition(_S.QUEUED, closes_run=True, counts_restart=True)),
+    (HOLDING, Event.CRASHED, Transition(_S.QUEUED, closes_run=True, counts_restart=True)),
     (
-        _HOLDING,
+        HOLDING,
         Event.FAILED,
         Transition(_S.ERRORED, closes_run=True, tells_searcher=ExitReason.ERRORED),
     ),

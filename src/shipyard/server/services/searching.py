@@ -12,7 +12,7 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from shipyard.common.config import ExperimentConfig, load_config, searcher_from_json
+from shipyard.common.config import ExperimentConfig, load_config
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.search import (
     Create,
@@ -52,8 +52,7 @@ class SearcherCache:
         cached = self._live.pop(exp.id, None)
         if cached is not None and cached[0] == state.get("seq"):
             return cached[1]
-        config = searcher_from_json(state["config"])
-        searcher = make_searcher(config, state["space"], exp.seed)
+        searcher = make_searcher(config_of(exp).searcher, state["space"], exp.seed)
         searcher.set_state(state["state"])
         return searcher
 
@@ -72,13 +71,14 @@ def preview(config_yaml: str, config_file: str) -> dict:
     from shipyard.search.preview import preview as preview_search  # rarely used: load late
 
     cfg = load_config(config_yaml, config_file)
-    seed = cfg.to_json_dict().get("reproducibility", {}).get("experiment_seed") or 0
+    seed = cfg.reproducibility.experiment_seed or 0
     return preview_search(cfg.searcher, cfg.hyperparameter_space(), seed)
 
 
 def start(exp: orm.Experiment, cfg: ExperimentConfig, *, session: Session) -> None:
-    """Create the searcher of a new experiment and its first trials. Its config and space
-    are kept as JSON with its state, to rebuild it after a restart (searcher_from_json)."""
+    """Create the searcher of a new experiment and its first trials. Its space is kept as
+    JSON with its state, to rebuild it after a restart from the experiment's typed config
+    (config_of); the searcher section is kept there too, as earlier versions read it."""
     space = cfg.hyperparameter_space()
     searcher = make_searcher(cfg.searcher, space, exp.seed)
     exp.searcher_state = {"config": cfg.searcher_dict(), "space": space, "state": None, "seq": 0}
@@ -194,7 +194,7 @@ def _apply(
 def stop_trial(session: Session, trial: orm.Trial, reason: str, grace_s: float) -> None:
     trial.stop_requested = True
     trial.exit_reason = reason
-    if trial.state in (TrialState.STARTING, TrialState.RUNNING):
+    if trial.state in lifecycle.HOLDING:
         # It hears the stop through its long-poll; past the deadline it is terminated.
         trial.stop_deadline = utcnow() + timedelta(seconds=grace_s)
         return

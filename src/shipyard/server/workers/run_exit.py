@@ -40,10 +40,10 @@ def judge(
     state: RunState,
     reason: str,
     *,
-    max_restarts: int,
     can_restart: bool,
 ) -> Verdict:
     """reason: why the run ended (describe(state), or the launch's failure)."""
+    max_restarts = config_of(exp).max_restarts
     if trial.run_error:
         reason = f"{reason}: {trial.run_error}"  # what the trial said went wrong
     clean_exit = state.status == RunStatus.EXITED and state.exit_code == 0

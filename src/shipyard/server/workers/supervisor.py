@@ -60,7 +60,7 @@ class Supervisor:
     def recover(self) -> None:
         """Re-attach to every trial the database says is running, before scheduling."""
         with self.db.write() as s:
-            for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(jobs.HOLDING))):
+            for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(lifecycle.HOLDING))):
                 handle = self._find(trial)
                 if handle is None and trial.stop_requested:
                     # The searcher had stopped it: lost now, it ends as stopped.
@@ -218,10 +218,7 @@ class Supervisor:
         with self.db.write() as s:
             trial = s.get_one(orm.Trial, trial_id)
             exp = s.get_one(orm.Experiment, trial.experiment_id)
-            max_restarts = config_of(exp).max_restarts
-            verdict = run_exit.judge(
-                trial, exp, state, reason, max_restarts=max_restarts, can_restart=can_restart
-            )
+            verdict = run_exit.judge(trial, exp, state, reason, can_restart=can_restart)
             trial.exit_reason = verdict.exit_reason
             lifecycle.apply(s, trial, verdict.event, run_ended_how=verdict.run_ended_how)
             ended = TrialState(trial.state).terminal

@@ -60,10 +60,6 @@ class PbtSearcher(BaseSearcher):
         """The rounds' length: pbt sets no max_length."""
         return self.num_rounds * self.length_per_round.value
 
-    def unit(self) -> str:
-        """The time unit, for previews: the time_metric, else steps."""
-        return self.time_metric or "steps"
-
     def to_dict(self) -> dict:
         """length_per_round as an int plus length_per_round_unit, like max_length."""
         out = super().to_dict()
