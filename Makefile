@@ -110,7 +110,7 @@ test: setup
 	mypy
 	$(MAKE) --no-print-directory web-check
 	@# A marker whose engine or extra is missing fails, saying why (tests/fixtures/require.py).
-	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider
+	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider --durations=20
 
 lint: setup
 	ruff check $(PY_DIRS)
