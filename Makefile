@@ -13,24 +13,28 @@ SETUP_STAMP := $(VENV)/.setup-done
 WEB_VENDOR := src/shipyard/server/web/static/vendor
 WEB_VENDOR_STAMP := $(WEB_VENDOR)/.copied
 PY_DIRS := src tests bench examples
+# pytest-xdist workers for `make test`: the trials the tests start leave a worker idle while
+# they run, so two workers fill both cores of a 2-core machine.
+TEST_WORKERS ?= 2
 
 # Everything below (tests that start `shipyard` or `python3` in a subprocess, the demo)
 # runs with the venv first on PATH, as if it were activated.
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi slurm containers chromium web-check test lint demo bench clean
+.PHONY: setup postgres-server openmpi slurm containers chromium web-check test static-checks suite \
+	lint demo bench clean
 
 setup: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) postgres-server slurm containers chromium
 	@# Bytecode ahead of time: every trial imports shipyard.core, and where
 	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
 	@$(BIN)/python -m compileall -q src >/dev/null
 
-# Re-run the pip step only when pyproject.toml changes (or the venv is new). A venv without
-# pip (python3-venv was missing when it was made) is made again.
-# torch is pinned in pyproject's torch extra; pip finds the CPU wheel through the machine's
-# pip configuration, so nothing here names an index.
-$(SETUP_STAMP): pyproject.toml | openmpi
+# Re-run the pip step only when pyproject.toml or constraints.txt changes (or the venv is
+# new). A venv without pip (python3-venv was missing when it was made) is made again.
+# constraints.txt pins the torch this installs (pyproject's extra asks only for a range); pip
+# finds the CPU wheel through the machine's pip configuration, so nothing here names an index.
+$(SETUP_STAMP): pyproject.toml constraints.txt | openmpi
 	@if ! "$(BIN)/python" -m pip --version >/dev/null 2>&1; then \
 		echo "creating $(VENV)"; \
 		rm -rf $(VENV); \
@@ -39,7 +43,13 @@ $(SETUP_STAMP): pyproject.toml | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt \
+		-e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
+	@# Bytecode for what pip installed, on every core (pip compiles on one: twice as long on
+	@# two cores). Needed where PYTHONDONTWRITEBYTECODE is set, or each trial would compile
+	@# torch anew. A few files are not Python 3.11 (torch's py312 test helpers): pip skips
+	@# them silently, and so does this.
+	$(BIN)/python -m compileall -j 0 -q $(VENV)/lib/python3*/site-packages >/dev/null || true
 	touch $@
 
 $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
@@ -104,13 +114,24 @@ web-check: $(WEB_VENDOR_STAMP)
 	npm run --prefix web --silent lint
 	npm run --prefix web --silent test
 
+# The static checks and the suite run side by side (-j2; -Oline keeps each line of output
+# whole): the checks need one core for about a minute, and the suite's workers leave part of
+# the second idle while trials start and masters answer.
 test: setup
+	$(MAKE) --no-print-directory -j2 -Oline static-checks suite
+
+static-checks: setup
 	ruff check $(PY_DIRS)
 	lint-imports
 	mypy
 	$(MAKE) --no-print-directory web-check
+
+suite: setup
 	@# A marker whose engine or extra is missing fails, saying why (tests/fixtures/require.py).
-	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider --durations=20
+	@# On TEST_WORKERS processes; a test's group (its engine, else its module) stays on one
+	@# worker, so each engine starts once (tests/fixtures/parallel.py).
+	SHIPYARD_REQUIRE_ENGINES=1 pytest -q -p no:cacheprovider --durations=20 \
+		-n $(TEST_WORKERS) --dist loadgroup
 
 lint: setup
 	ruff check $(PY_DIRS)

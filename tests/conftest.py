@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.containers",
     "tests.fixtures.ray_cluster",
     "tests.fixtures.kubernetes",
+    "tests.fixtures.parallel",
 ]
