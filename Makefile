@@ -114,11 +114,17 @@ web-check: $(WEB_VENDOR_STAMP)
 	npm run --prefix web --silent lint
 	npm run --prefix web --silent test
 
-# The static checks and the suite run side by side (-j2; -Oline keeps each line of output
-# whole): the checks need one core for about a minute, and the suite's workers leave part of
-# the second idle while trials start and masters answer.
+# The static checks run beside the suite: they need one core for a few minutes, and the
+# suite's workers leave part of the second idle while trials start and masters answer. The
+# checks' output comes as one block when they end; either failing fails `make test`.
 test: setup
-	$(MAKE) --no-print-directory -j2 -Oline static-checks suite
+	@checks_log=$$(mktemp); \
+	{ status=0; $(MAKE) --no-print-directory static-checks >"$$checks_log" 2>&1 || status=$$?; \
+	  printf '\n'; cat "$$checks_log"; rm -f "$$checks_log"; exit $$status; } & checks=$$!; \
+	suite=0; $(MAKE) --no-print-directory suite || suite=$$?; \
+	checked=0; wait $$checks || checked=$$?; \
+	if [ $$checked != 0 ]; then echo "make test: the static checks failed (see above)" >&2; fi; \
+	exit $$(( suite != 0 || checked != 0 ))
 
 static-checks: setup
 	ruff check $(PY_DIRS)
