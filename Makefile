@@ -13,8 +13,8 @@ SETUP_STAMP := $(VENV)/.setup-done
 WEB_VENDOR := src/shipyard/server/web/static/vendor
 WEB_VENDOR_STAMP := $(WEB_VENDOR)/.copied
 PY_DIRS := src tests bench examples
-# pytest-xdist workers for `make test`: the trials the tests start leave a worker idle while
-# they run, so two workers fill both cores of a 2-core machine.
+# pytest-xdist workers for `make test`: a test mostly waits for its trials and master, so one
+# worker leaves a core idle; a third worker was slower than two on a 2-core machine.
 TEST_WORKERS ?= 2
 
 # Everything below (tests that start `shipyard` or `python3` in a subprocess, the demo)
