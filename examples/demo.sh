@@ -26,8 +26,8 @@ stop_master() {
 # Whatever happens (failure, Ctrl-C), the master is stopped.
 trap stop_master EXIT
 
+# It prints the web UI's link, which logs the browser in (once, within 2 minutes).
 shipyard up --port "$port" --home "$demo_home"
-echo "Web UI: $SHIPYARD_MASTER"
 echo
 
 follow_status=0

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 
+import httpx
 import pytest
 
+from shipyard.client import credentials
 from tests.fixtures.poll import poll
 
 pytestmark = pytest.mark.slow
@@ -25,6 +28,23 @@ def stop_leftover_master(private_home):
             os.kill(json.loads(record.read_text())["pid"], signal.SIGKILL)
 
 
+def login_link(output: str, url: str) -> str:
+    match = re.search(r"^Web UI: (\S+) \(single use", output, re.M)
+    assert match, output
+    assert match.group(1).startswith(f"{url}/login?ticket=")
+    return match.group(1)
+
+
+def assert_link_logs_in_once(link: str) -> None:
+    """The first visit gets the web UI's session cookie; a second one is sent to log in."""
+    first = httpx.get(link, follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/"
+    assert first.cookies.get("shipyard_session")
+    second = httpx.get(link, follow_redirects=False)
+    assert second.status_code == 303 and second.headers["location"] == "/login?expired=1"
+    assert "shipyard_session" not in second.cookies
+
+
 def test_up_status_down(shipyard, free_port, private_home, stop_leftover_master):
     started = shipyard("up", "--port", free_port, "--slots", "2")
     assert started.exit_code == 0, started.output
@@ -33,9 +53,27 @@ def test_up_status_down(shipyard, free_port, private_home, stop_leftover_master)
     record = json.loads((private_home / "master.json").read_text())
     assert record["url"] == url and record["port"] == free_port
 
+    # The first admin's one-time password, shown once (its file is gone), logs in.
+    admin = re.search(
+        r"^Cluster admin: (\S+), one-time password: (\S+) \(shown once; change it with "
+        r"`shipyard user change-password`\)$",
+        started.stdout,
+        re.M,
+    )
+    assert admin, started.stdout
+    assert not (private_home / "admin-password").exists()
+    login = httpx.post(
+        f"{url}/api/v1/auth/login",
+        json={"username": admin.group(1), "password": admin.group(2)},
+    )
+    assert login.status_code == 200, login.text
+    assert_link_logs_in_once(login_link(started.stdout, url))
+
     again = shipyard("up", "--port", free_port)
     assert again.exit_code == 0
     assert "already answers" in again.stdout
+    assert "one-time password" not in again.stdout
+    assert_link_logs_in_once(login_link(again.stdout, url))  # a fresh one
 
     status = shipyard("status", "--json")
     assert status.exit_code == 0, status.output
@@ -69,8 +107,6 @@ def test_up_foreground_is_the_master_process_itself(free_port, private_home):
     import subprocess
     import sys
 
-    import httpx
-
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -86,11 +122,15 @@ def test_up_foreground_is_the_master_process_itself(free_port, private_home):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    url = f"http://127.0.0.1:{free_port}"
     try:
 
         def master_info() -> dict:
             assert proc.poll() is None, proc.stdout.read().decode()
-            return httpx.get(f"http://127.0.0.1:{free_port}/api/v1/master", timeout=2).json()
+            # The token the master keeps for its local user in its home (laptop mode).
+            kept = credentials.entry(url, private_home) or {}
+            headers = {"Authorization": f"Bearer {kept.get('token')}"}
+            return httpx.get(f"{url}/api/v1/master", headers=headers, timeout=2).json()
 
         info = poll(
             master_info,

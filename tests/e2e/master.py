@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tarfile
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import httpx
 
+from shipyard.client import credentials
 from shipyard.common.ports import free_ports
+from shipyard.server.auth.tokens import TaskTokens
 from tests.fixtures.poll import poll
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
@@ -42,16 +45,23 @@ def make_context(directory: Path) -> bytes:
 
 class Master:
     def __init__(
-        self, home: Path, slots: int = 2, db_url: str | None = None, config: str | None = None
+        self,
+        home: Path,
+        slots: int = 2,
+        db_url: str | None = None,
+        config: str | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self.home = home
         self.slots = slots
         self.db_url = db_url
         self.config = config  # the master's config file (YAML), e.g. resource pools
+        self.tls = tls  # (certificate, key): HTTPS, the certificate trusted by the client
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
-        self.http = httpx.Client(base_url=self.url + "/api/v1", timeout=30)
+        self.http = self._client()
+        self._users: dict[str, httpx.Client] = {}
 
     def start(self) -> Master:
         env = dict(os.environ)
@@ -63,6 +73,8 @@ class Master:
         if self.config is not None:
             (self.home / "master.yaml").write_text(self.config)
             extra = ["--config", str(self.home / "master.yaml")]
+        if self.tls is not None:
+            extra += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
         self.log = open(self.home / "master-test.log", "ab")  # noqa: SIM115 - kept open while running
         self.proc = subprocess.Popen(
             [
@@ -82,13 +94,42 @@ class Master:
             stderr=subprocess.STDOUT,
         )
         poll(self._answers, "the master to answer", timeout_s=30, ignore=(httpx.TransportError,))
+        self._sign_in()
         return self
 
     def _answers(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise RuntimeError(f"master exited: {(self.home / 'master-test.log').read_text()}")
-        return self.http.get("/master").status_code == 200
+        return self.http.get("/health").status_code == 200
+
+    def _sign_in(self) -> None:
+        """Take the local user's token the master keeps in its home (laptop mode), for
+        `self.http` and for every client of this test process (its own Shipyard home)."""
+        kept = credentials.entry(self.url, self.home)
+        assert kept, f"the master left no token for {self.url} in {self.home}"
+        self.username, self.token = kept["username"], kept["token"]
+        self.http.headers["Authorization"] = f"Bearer {self.token}"
+        self.keep_token_in()
+
+    def keep_token_in(self, home: Path | None = None) -> None:
+        """Keep this master's token in a Shipyard home (default: the test process's), as
+        `shipyard user login` does, for the CLI and the SDK run with that home."""
+        credentials.save(self.url, self.username, self.token, home)
+
+    def task_http(self, trial_id: int, run_id: int) -> httpx.Client:
+        """A client with the task token the master gives that run of the trial (made from
+        the master's key, as the master makes it): what the trial's own reports carry."""
+        return self._client(TaskTokens.of_home(self.home).mint(trial_id, run_id))
+
+    def _client(self, token: str | None = None) -> httpx.Client:
+        """An httpx client of this master's API, with a token if given."""
+        return httpx.Client(
+            base_url=self.url + "/api/v1",
+            timeout=30,
+            headers={"Authorization": f"Bearer {token}"} if token else None,
+            verify=ssl.create_default_context(cafile=self.tls[0]) if self.tls else True,
+        )
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc and self.proc.poll() is None:
@@ -113,9 +154,21 @@ class Master:
     def post_experiment(
         self, config_yaml: str, context_dir: Path | None, owner: str | None = None
     ) -> httpx.Response:
+        """Submitted by the local user, or by the user named `owner` (made if new)."""
         context_id = self.upload(context_dir) if context_dir is not None else None
-        body = {"config_yaml": config_yaml, "context_id": context_id, "owner": owner}
-        return self.http.post("/experiments", json=body)
+        body = {"config_yaml": config_yaml, "context_id": context_id}
+        return (self.as_user(owner) if owner else self.http).post("/experiments", json=body)
+
+    def as_user(self, username: str) -> httpx.Client:
+        """A client with an API token of this user, whom the local user (an admin) makes
+        on first use."""
+        if username not in self._users:
+            made = self.http.post("/users", json={"username": username})
+            assert made.status_code in (201, 409), made.text
+            r = self.http.post("/tokens", json={"username": username, "name": "tests"})
+            assert r.status_code == 201, r.text
+            self._users[username] = self._client(r.json()["token"])
+        return self._users[username]
 
     def create(self, config_yaml: str, context_dir: Path | None, owner: str | None = None) -> dict:
         r = self.post_experiment(config_yaml, context_dir, owner)

@@ -127,9 +127,10 @@ def test_metrics_resent_for_a_step_keep_one_value(master):
             {"group": "validation", "steps_completed": 2, "metrics": {"acc": 0.7}},
         ],
     }
-    assert master.http.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
+    trial_side = master.task_http(trial_id, run_id=1)  # what the trial's reports carry
+    assert trial_side.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
     body["reports"][0]["metrics"]["acc"] = 0.6  # a rerun's value for step 1 replaces the first
-    assert master.http.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
+    assert trial_side.post(f"/trials/{trial_id}/metrics", json=body).status_code == 200
     assert master.metrics(trial_id, "validation", "acc") == [(1, 0.6), (2, 0.7)]
     summary = next(m for m in master.trial(trial_id)["metrics"] if m["name"] == "acc")
     assert (summary["count"], summary["min"], summary["max"]) == (2, 0.6, 0.7)
@@ -139,7 +140,7 @@ def test_metrics_resent_for_a_step_keep_one_value(master):
 def test_reports_of_another_run_are_refused(master):
     exp_id, trial_id = _running_trial(master)
     body = {"run_id": 7, "reports": [{"group": "training", "steps_completed": 1, "metrics": {}}]}
-    r = master.http.post(f"/trials/{trial_id}/metrics", json=body)
+    r = master.task_http(trial_id, run_id=7).post(f"/trials/{trial_id}/metrics", json=body)
     assert r.status_code == 409 and "run 1, not run 7" in r.json()["error"]["message"]
     master.http.post(f"/experiments/{exp_id}/kill")
 
@@ -148,14 +149,17 @@ def test_numbers_out_of_range_are_400(master):
     assert master.http.get(f"/trials/{2**70}").status_code == 400
     exp_id, trial_id = _running_trial(master)
     huge = {"group": "training", "steps_completed": 2**64, "metrics": {"a": 1}}
-    r = master.http.post(f"/trials/{trial_id}/metrics", json={"run_id": 1, "reports": [huge]})
+    r = master.task_http(trial_id, run_id=1).post(
+        f"/trials/{trial_id}/metrics", json={"run_id": 1, "reports": [huge]}
+    )
     assert r.status_code == 400 and "steps_completed" in r.json()["error"]["message"]
     master.http.post(f"/experiments/{exp_id}/kill")
 
 
 def test_bad_metric_body_is_400(master):
     exp_id, trial_id = _running_trial(master)
-    r = master.http.post(
+    trial_side = master.task_http(trial_id, run_id=1)
+    r = trial_side.post(
         f"/trials/{trial_id}/metrics",
         json={
             "run_id": 1,
@@ -164,7 +168,7 @@ def test_bad_metric_body_is_400(master):
     )
     assert r.status_code == 400
     assert "steps_completed" in r.json()["error"]["message"]
-    r = master.http.post(
+    r = trial_side.post(
         f"/trials/{trial_id}/metrics",
         json={
             "run_id": 1,

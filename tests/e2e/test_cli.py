@@ -83,8 +83,10 @@ def master(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cli_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("cli-home")
+def cli_home(tmp_path_factory, master) -> Path:
+    home = tmp_path_factory.mktemp("cli-home")
+    master.keep_token_in(home)  # the user logged in from this home
+    return home
 
 
 @pytest.fixture(scope="module")

@@ -77,6 +77,7 @@ def test_two_rank_all_reduce_completes_and_logs_are_kept_by_rank(master):
 def cli(master: Master, *args) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHIPYARD_")}
     env.update(SHIPYARD_MASTER=master.url, SHIPYARD_HOME=str(master.home / "cli"))
+    master.keep_token_in(master.home / "cli")
     result = subprocess.run(
         [str(SHIPYARD), *map(str, args)], capture_output=True, text=True, env=env, timeout=60
     )

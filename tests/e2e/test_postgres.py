@@ -40,3 +40,31 @@ def test_experiment_runs_and_survives_a_master_restart_on_postgres(postgres_url,
             assert steps == list(range(1, 13))
     finally:
         master.stop()
+
+
+@pytest.mark.postgres
+def test_users_tokens_and_logins_on_postgres(postgres_url, tmp_path):
+    import httpx
+
+    master = Master(tmp_path / "home", db_url=postgres_url).start()
+    try:
+        url = master.url + "/api/v1"
+        assert httpx.get(f"{url}/experiments").status_code == 401
+        made = master.http.post("/users", json={"username": "pg-user", "password": "pg-secret-1"})
+        assert made.status_code == 201, made.text
+        r = httpx.post(f"{url}/auth/login", json={"username": "pg-user", "password": "pg-secret-1"})
+        token = r.json()["token"]
+        user = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"})
+        assert user.get("/auth/whoami").json()["username"] == "pg-user"
+        wrong = httpx.post(
+            f"{url}/auth/login", json={"username": "pg-user", "password": "nope-nope"}
+        )
+        assert wrong.status_code == 401
+        assert master.http.post("/users/pg-user/deactivate").status_code == 200
+        assert user.get("/auth/whoami").status_code == 401  # at once
+        actions = [
+            e["action"] for e in master.http.get("/audit", params={"user": "pg-user"}).json()
+        ]
+        assert actions[:4] == ["user.deactivate", "login.failed", "login", "user.create"]
+    finally:
+        master.stop()

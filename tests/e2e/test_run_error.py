@@ -48,17 +48,18 @@ searcher: {name: single, metric: val_loss}
     trial_id = exp["trials"][0]["id"]
     master.wait_for(lambda: master.trial(trial_id)["state"] == "RUNNING", what="launch")
     url = f"/trials/{trial_id}/run-error"
+    run_1, run_7 = master.task_http(trial_id, run_id=1), master.task_http(trial_id, run_id=7)
 
     for bad in (None, 42, ["a"], "  "):
-        r = master.http.post(url, json={"run_id": 1, "message": bad})
+        r = run_1.post(url, json={"run_id": 1, "message": bad})
         assert r.status_code == 400, bad
         assert r.json()["error"]["message"].startswith("message must be a non-empty string, got")
-    r = master.http.post(url, json={"run_id": 7, "message": "ValueError: late"})
+    r = run_7.post(url, json={"run_id": 7, "message": "ValueError: late"})
     assert r.status_code == 409 and "run 1, not run 7" in r.json()["error"]["message"]
-    assert master.http.post(url, json={"run_id": 1, "message": "ValueError: x"}).status_code == 200
+    assert run_1.post(url, json={"run_id": 1, "message": "ValueError: x"}).status_code == 200
 
     master.http.post(f"/experiments/{exp['id']}/kill")
     master.wait_for(lambda: master.trial(trial_id)["state"] == "CANCELED", what="canceled")
     assert ": ValueError: x; " in master.trial(trial_id)["runs"][0]["ended_how"]  # stored
-    r = master.http.post(url, json={"run_id": 1, "message": "ValueError: after the end"})
+    r = run_1.post(url, json={"run_id": 1, "message": "ValueError: after the end"})
     assert r.status_code == 409 and "has ended" in r.json()["error"]["message"]

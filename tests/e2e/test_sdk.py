@@ -75,6 +75,8 @@ def run_snippet(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 def snippet_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("SHIPYARD_")}
+    # The user's Shipyard home, where the token for the master is kept (as after login).
+    env["SHIPYARD_HOME"] = os.environ["SHIPYARD_HOME"]
     env.update(extra)
     return env
 

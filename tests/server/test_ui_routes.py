@@ -13,7 +13,17 @@ import pytest
 from shipyard.server.routers import ui
 from tests.e2e.master import Master
 
-PAGES = ("/", "/experiments/1", "/experiments/12345", "/trials/7", "/cluster")
+# /login too: a browser without a session gets the page (its script shows the login form),
+# and so does the link a used or expired ticket leads to.
+PAGES = (
+    "/",
+    "/experiments/1",
+    "/experiments/12345",
+    "/trials/7",
+    "/cluster",
+    "/login",
+    "/login?expired=1",
+)
 
 
 @pytest.fixture(scope="module")

@@ -136,23 +136,54 @@ def site(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser_context(site):
+def playwright_driver(site):
     from playwright.sync_api import sync_playwright
 
+    with sync_playwright() as playwright:
+        yield playwright
+
+
+def log_in_with_ticket(context, master: Master) -> None:
+    """Log the browser in as the master's local user, as the link `shipyard up` prints does:
+    a single-use ticket the master turns into the session cookie, then on to the UI."""
+    r = master.http.post("/auth/tickets")
+    assert r.status_code == 201, r.text
+    page = context.new_page()
+    try:
+        page.goto(f"{master.url}/login?ticket={r.json()['ticket']}")
+        page.wait_for_url(master.url + "/")
+        page.wait_for_selector("#account:not([hidden])")
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def browser_context(site, playwright_driver):
+    """The browser the tests share, logged in as the local user (the master's admin)."""
     with tempfile.TemporaryDirectory(prefix="shipyard-chromium-") as profile:
-        with sync_playwright() as playwright:
-            context = playwright.chromium.launch_persistent_context(
-                profile,
-                executable_path=str(CHROMIUM),
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport=VIEWPORT,
-                color_scheme="light",
-            )
-            try:
-                yield context
-            finally:
-                context.close()
+        context = playwright_driver.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport=VIEWPORT,
+            color_scheme="light",
+        )
+        try:
+            log_in_with_ticket(context, site.master)
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture(scope="module")
+def chromium(playwright_driver):
+    """A second browser, for contexts of their own: cookies nobody else shares."""
+    browser = playwright_driver.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+    )
+    yield browser
+    browser.close()
 
 
 class Browser:
@@ -194,3 +225,23 @@ def browser(browser_context, site):
     yield ui
     page.close()
     assert not ui.errors, "\n".join(ui.errors)
+
+
+@pytest.fixture
+def new_browser(chromium, site):
+    """Makes a page in a new browser context: a browser that has not logged in (cookies
+    are per host, not per port, so each master a test starts needs a context of its own).
+    Each page's console errors fail the test, as the shared browser's do."""
+    made: list[tuple[object, Browser]] = []
+
+    def make() -> Browser:
+        context = chromium.new_context(viewport=VIEWPORT, color_scheme="light")
+        ui = Browser(context.new_page(), site)
+        made.append((context, ui))
+        return ui
+
+    yield make
+    for context, _ui in made:
+        context.close()
+    errors = [e for _context, ui in made for e in ui.errors]
+    assert not errors, "\n".join(errors)

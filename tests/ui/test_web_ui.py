@@ -3,7 +3,10 @@ with a finished ASHA search, a failed experiment and a running one: every page l
 a console error, the learning curves have one line per trial, two selected trials open the
 compare view, a line a running trial prints shows within 2 s, the pause button pauses, the
 cluster page lists the failed trial, the trial page shows its own checkpoints and draws its
-metrics on a log scale. Each
+metrics on a log scale. The browser logs in as a person does: with the link `shipyard up`
+prints (a single-use ticket) or the login page's password form; a browser that has not is
+sent to the login page and back, Log out ends the session, and a write without the CSRF
+header the page sends is refused. Each
 page's screenshot (light, and dark for the main ones) goes to the test's output folder, and
 to docs/images/ for docs/ui.md with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
 
@@ -12,11 +15,13 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from urllib.parse import quote
 
 import pytest
 
 from tests.e2e.master import Master
 from tests.fixtures.poll import poll
+from tests.ui.conftest import log_in_with_ticket
 
 pytestmark = pytest.mark.browser
 
@@ -158,10 +163,31 @@ def test_a_line_the_trial_prints_shows_in_its_logs_within_2_s(browser, site):
 
 def test_the_pause_button_pauses_the_experiment(browser, site):
     page = browser.open(f"/experiments/{site.live_id}", "button[data-action=pause]")
-    page.click("button[data-action=pause]")
+    pause = f"{site.master.url}/api/v1/experiments/{site.live_id}/pause"
+    with page.expect_request(lambda r: r.method == "POST" and r.url == pause) as sent:
+        page.click("button[data-action=pause]")
     site.master.wait(site.live_id, timeout=10, states={"PAUSED"})
     # The page follows: the experiment offers Activate now, without a reload.
     page.wait_for_selector("button[data-action=activate]", timeout=10_000)
+    # A write made with the session cookie carries the CSRF token the cookie came with.
+    assert sent.value.all_headers().get("x-csrf-token") == cookie(page, "shipyard_csrf")
+
+
+def test_a_write_with_the_cookie_but_without_the_csrf_header_is_refused(browser, site):
+    """What another site's page could send with the browser's cookie: no CSRF header."""
+    page = browser.open(f"/experiments/{site.live_id}", "#account:not([hidden])")
+    url = f"{site.master.url}/api/v1/experiments/{site.live_id}"
+    state = site.master.experiment(site.live_id)["state"]
+    refused = page.request.post(f"{url}/kill")  # the browser's cookies, no header
+    assert refused.status == 403, refused.text()
+    assert "X-CSRF-Token" in refused.json()["error"]["message"]
+    assert site.master.experiment(site.live_id)["state"] == state  # not killed
+    assert page.request.post(f"{url}/pause").status == 403
+    # The same request with the header the page sends is accepted.
+    csrf = {"X-CSRF-Token": cookie(page, "shipyard_csrf")}
+    sent = page.request.post(f"{url}/pause", headers=csrf)
+    assert sent.status == 200, sent.text()
+    assert site.master.experiment(site.live_id)["state"] == "PAUSED"
 
 
 def test_the_cluster_page_lists_the_failed_trial_and_no_completed_one(browser, site):
@@ -208,9 +234,11 @@ def test_the_trials_metrics_can_be_drawn_on_a_log_scale_and_smoothed(browser, si
     assert page.get_by_label("Smoothing").input_value() == "0.6"
 
 
-def test_an_empty_master_says_how_to_submit_an_experiment(browser, site, tmp_path):
+def test_an_empty_master_says_how_to_submit_an_experiment(new_browser, tmp_path):
     empty = Master(tmp_path / "home", slots=1).start()
     try:
+        browser = new_browser()  # the shared browser's cookie is the other master's
+        log_in_with_ticket(browser.page.context, empty)
         browser.page.goto(empty.url + "/")
         browser.page.wait_for_selector(".empty-state")
         assert "shipyard experiment create config.yaml ." in browser.page.inner_text(".empty-state")
@@ -275,3 +303,150 @@ def test_a_page_of_nothing_says_so_and_stops_asking(browser, site, what):
     assert page.inner_text("#live-status") == ""  # not "Master not answering; retrying"
     # The browser reports the 404 as a console error; it is the one this test expects.
     browser.errors[:] = [e for e in browser.errors if "status of 404" not in e]
+
+
+# -- Logging in and out ------------------------------------------------------------------
+
+PASSWORD = "a long enough password"
+
+
+def make_user(site, username: str) -> str:
+    """A user with a password, made by the local user (an admin)."""
+    r = site.master.http.post("/users", json={"username": username, "password": PASSWORD})
+    assert r.status_code == 201, r.text
+    return username
+
+
+def log_in(page, username: str, password: str) -> None:
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+
+
+def cookie(page, name: str) -> str | None:
+    """The value of the browser's cookie for the page's master, None without one."""
+    found = [c for c in page.context.cookies(page.url) if c["name"] == name]
+    return found[0]["value"] if found else None
+
+
+def whoami(page) -> int:
+    """The status of an API request (GET /auth/whoami) with the browser's cookies."""
+    origin = "/".join(page.url.split("/", 3)[:3])
+    return page.request.get(origin + "/api/v1/auth/whoami").status
+
+
+def refused(browser, status: int) -> None:
+    """The browser reports each refused request as a console error: the ones the test
+    expects are not errors of the page."""
+    browser.errors[:] = [e for e in browser.errors if f"status of {status}" not in e]
+
+
+def test_a_browser_that_has_not_logged_in_gets_the_login_page_and_then_the_experiments(
+    new_browser, site
+):
+    user = make_user(site, "lin")
+    browser = new_browser()
+    page = browser.open("/", "form.login-form")
+    assert page.url == site.master.url + "/login"
+    assert page.locator("nav[aria-label=Main]").is_hidden()  # its links need a login
+    browser.screenshot("login")
+    log_in(page, user, PASSWORD)
+    page.wait_for_url(site.master.url + "/")
+    page.wait_for_selector("tbody tr[data-key]")
+    assert page.locator("tbody tr[data-key]").count() == 3  # everyone's experiments
+    assert page.locator("header #account").text_content() == f"Logged in as {user}"
+    assert page.get_by_role("button", name="Log out").is_visible()
+    assert cookie(page, "shipyard_session") is not None
+    refused(browser, 401)  # the experiments page's requests before the login
+
+
+def test_the_login_page_returns_to_the_page_asked_for_and_only_on_this_site(new_browser, site):
+    user = make_user(site, "noor")
+    path = f"/experiments/{site.asha['id']}?tab=config"
+    browser = new_browser()
+    page = browser.open(path, "form.login-form")
+    assert page.url == f"{site.master.url}/login?next={quote(path, safe='')}"
+    log_in(page, user, PASSWORD)
+    page.wait_for_url(site.master.url + path)
+    page.wait_for_selector("pre.code-block")
+    refused(browser, 401)
+    # A link that would lead elsewhere after the login leads to the experiments instead.
+    for elsewhere in ("https://example.com/", "//example.com/x", "/\\example.com/x"):
+        other = new_browser()
+        page = other.open(f"/login?next={quote(elsewhere, safe='')}", "form.login-form")
+        log_in(page, user, PASSWORD)
+        page.wait_for_url(site.master.url + "/")
+        page.wait_for_selector("tbody tr[data-key]")
+
+
+def test_a_wrong_password_is_said_and_the_browser_stays_on_the_login_page(new_browser, site):
+    user = make_user(site, "omar")
+    browser = new_browser()
+    page = browser.open("/login", "form.login-form")
+    log_in(page, user, "not the password")
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert alert.inner_text() == "wrong username or password"
+    assert page.url == site.master.url + "/login"
+    assert cookie(page, "shipyard_session") is None
+    assert whoami(page) == 401
+    # The right password then logs in.
+    log_in(page, user, PASSWORD)
+    page.wait_for_url(site.master.url + "/")
+    page.wait_for_selector("tbody tr[data-key]")
+    refused(browser, 401)
+
+
+def test_after_too_many_wrong_passwords_the_page_says_when_to_try_again(new_browser, site):
+    user = make_user(site, "pia")
+    for _ in range(10):  # the master's limit for one account (services/login.py)
+        wrong = {"username": user, "password": "guess", "mode": "cookie"}
+        assert site.master.http.post("/auth/login", json=wrong).status_code == 401
+    browser = new_browser()
+    page = browser.open("/login", "form.login-form")
+    log_in(page, user, PASSWORD)  # even the right password, for now
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert re.fullmatch(
+        r"too many failed logins for this account; try again in \d+ s", alert.inner_text()
+    )
+    assert page.url == site.master.url + "/login"
+    refused(browser, 429)
+
+
+def test_log_out_ends_the_session(new_browser, site):
+    browser = new_browser()
+    page = browser.page
+    log_in_with_ticket(page.context, site.master)
+    browser.open("/cluster", "#account:not([hidden])")
+    assert page.text_content("header #account") == f"Logged in as {site.master.username}"
+    session = [c for c in page.context.cookies(page.url) if c["name"] == "shipyard_session"]
+    assert whoami(page) == 200
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(site.master.url + "/login")
+    page.wait_for_selector("form.login-form")
+    assert cookie(page, "shipyard_session") is None and cookie(page, "shipyard_csrf") is None
+    assert whoami(page) == 401
+    # The master revoked the session: the old cookie, sent again, is refused too.
+    page.context.add_cookies(session)
+    assert whoami(page) == 401
+    browser.open("/cluster", "form.login-form")
+    assert page.url == site.master.url + "/login?next=%2Fcluster"
+    refused(browser, 401)
+
+
+def test_a_used_login_link_says_it_has_expired(new_browser, site):
+    r = site.master.http.post("/auth/tickets")
+    assert r.status_code == 201, r.text
+    link = f"{site.master.url}/login?ticket={r.json()['ticket']}"
+    first = new_browser()
+    first.page.goto(link)
+    first.page.wait_for_url(site.master.url + "/")
+    first.page.wait_for_selector("tbody tr[data-key]")  # logged in
+    second = new_browser()  # someone who has the link too, e.g. from the terminal's history
+    second.page.goto(link)
+    second.page.wait_for_url(site.master.url + "/login?expired=1")
+    second.page.get_by_text("The login link has expired or was used").wait_for()
+    assert second.page.locator("form.login-form").is_visible()
+    assert cookie(second.page, "shipyard_session") is None
+    assert whoami(second.page) == 401

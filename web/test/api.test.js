@@ -8,6 +8,8 @@ import { ACTION_ROUTES, ApiError, ROUTES, api, isAbort, resolve } from "../../sr
 const realFetch = globalThis.fetch;
 afterEach(() => {
   globalThis.fetch = realFetch;
+  delete globalThis.document;
+  delete globalThis.location;
 });
 
 // fetch answers `body` with `status`, and keeps what was asked.
@@ -18,6 +20,16 @@ function answer(body, status = 200) {
     return new Response(JSON.stringify(body), { status, statusText: "Not Found" });
   };
   return calls;
+}
+
+// fetch answers 200 and keeps each request's init (credentials, headers, body).
+function record() {
+  const inits = [];
+  globalThis.fetch = async (url, init) => {
+    inits.push({ url: String(url), ...init });
+    return new Response("{}", { status: 200 });
+  };
+  return inits;
 }
 
 // "GET /experiments/{id}" matches "GET /api/v1/experiments/7?limit=3".
@@ -45,6 +57,9 @@ test("every call of api goes through one of the declared routes", async () => {
   await api.jobs();
   await api.slots();
   await api.pools();
+  await api.whoami();
+  await api.login("ada", "secret");
+  await api.logout();
   // Every function of api was called (checkpointDownloadUrl is a link: checked below).
   assert.equal(calls.length, Object.keys(api).length - 2 + Object.keys(ACTION_ROUTES).length);
   for (const call of calls) assert.ok(all.some((route) => matchesRoute(route, call)), `${call.method} ${call.url}`);
@@ -78,4 +93,44 @@ test("an aborted request is told from a failed one", () => {
   assert.ok(isAbort(new DOMException("left", "AbortError")));
   assert.ok(!isAbort(new ApiError(500, "boom")));
   assert.ok(!isAbort(null));
+});
+
+test("every request sends the session cookie, every write its CSRF token", async () => {
+  globalThis.document = { cookie: "theme=dark; shipyard_csrf=Zx-9_a; other=1" };
+  const inits = record();
+  await api.trial(3);
+  await api.experimentAction(12, "kill");
+  assert.ok(inits.every((init) => init.credentials === "same-origin"));
+  assert.equal(inits[0].headers["X-CSRF-Token"], undefined); // a read needs none
+  assert.equal(inits[1].headers["X-CSRF-Token"], "Zx-9_a");
+});
+
+test("a write without a session sends no CSRF header", async () => {
+  globalThis.document = { cookie: "" };
+  const inits = record();
+  await api.experimentAction(12, "pause");
+  assert.equal("X-CSRF-Token" in inits[0].headers, false);
+});
+
+test("logging in asks for the cookie, not a token, in a JSON body", async () => {
+  const inits = record();
+  await api.login("ada", "pa ss");
+  assert.equal(inits[0].method, "POST");
+  assert.equal(inits[0].url, "/api/v1/auth/login");
+  assert.equal(inits[0].headers["content-type"], "application/json");
+  assert.deepEqual(JSON.parse(inits[0].body), { username: "ada", password: "pa ss", mode: "cookie" });
+});
+
+test("a 401 sends the browser to the login page once, which comes back here", async () => {
+  const went = [];
+  globalThis.location = { pathname: "/experiments/3", search: "?tab=trials", replace: (href) => went.push(href) };
+  answer({ error: { type: "Unauthorized", message: "log in first" } }, 401);
+  await assert.rejects(api.experiment(3), (error) => {
+    assert.ok(error instanceof ApiError);
+    assert.equal(error.status, 401);
+    assert.equal(error.reason, "log in first");
+    return true;
+  });
+  await assert.rejects(api.trials({}), ApiError); // several pollers refused at once
+  assert.deepEqual(went, ["/login?next=%2Fexperiments%2F3%3Ftab%3Dtrials"]);
 });

@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 
 from shipyard import __version__
 from shipyard.cli import (
+    admin_cmds,
     checkpoint_cmds,
     config_cmds,
     experiment_cmds,
@@ -21,10 +22,12 @@ from shipyard.cli import (
     master_cmds,
     pool_cmds,
     search_cmds,
+    token_cmds,
     trial_cmds,
+    user_cmds,
 )
 from shipyard.cli.output import err, print_error
-from shipyard.common.errors import ShipyardError
+from shipyard.common.errors import ShipyardError, Unauthorized
 
 
 class ShipyardGroup(TyperGroup):
@@ -35,6 +38,19 @@ class ShipyardGroup(TyperGroup):
             return super().invoke(ctx)
         except ShipyardError as error:
             print_error(error)
+            if (
+                isinstance(error, Unauthorized)
+                and not ctx.meta.get(user_cmds.LOGGING_IN)
+                and "shipyard user login" not in error.message
+            ):
+                err.print(
+                    Text(
+                        "hint: log in to this master with `shipyard user login`, "
+                        "or set SHIPYARD_TOKEN to an API token",
+                        style="dim",
+                    ),
+                    soft_wrap=True,
+                )
             raise typer.Exit(1) from None
         except BrokenPipeError:
             # The reader went away (`shipyard ... | head`): stop quietly, as Unix tools do.
@@ -95,6 +111,9 @@ app.add_typer(job_cmds.app, name="job", help="The scheduler's queue and why each
 app.add_typer(pool_cmds.app, name="pool", help="Resource pools: backend, slots, health.")
 app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
+app.add_typer(user_cmds.app, name="user", help="Log in and out; users and their passwords.")
+app.add_typer(token_cmds.app, name="token", help="API tokens for scripts, CI, service accounts.")
+app.add_typer(admin_cmds.app, name="admin", help="Cluster admins: the audit log.")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,8 @@ from shipyard.cli.master_process import (
     running_master_pid,
     start_background,
     stop_master,
+    take_admin_password,
+    web_ui_link,
 )
 from shipyard.cli.output import JsonFlag, out, print_json, say
 from shipyard.cli.render import fields_table, fmt_time, slots_table
@@ -54,17 +57,43 @@ def up(
     foreground: Annotated[
         bool, typer.Option("--foreground", help="Run in this process (for service managers).")
     ] = False,
+    no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--no-auth",
+            help="Trust every request as yours (only on 127.0.0.1; single-user tests).",
+        ),
+    ] = False,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="Serve HTTPS with this certificate (PEM)."),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="The certificate's private key (PEM)."),
+    ] = None,
 ) -> None:
-    """Start the master (in the background unless --foreground)."""
+    """Start the master (in the background unless --foreground), then show the first
+    admin's one-time password (once) and a web UI link that logs you in."""
+    if (tls_cert is None) != (tls_key is None):
+        raise typer.BadParameter("give both or neither", param_hint="'--tls-cert' / '--tls-key'")
     launch = MasterLaunch(
         host=host,
         port=port,
         home=_home(home),
         slots=slots,
         config=config.resolve() if config else None,
+        auth=not no_auth,
+        tls_cert=tls_cert.resolve() if tls_cert else None,
+        tls_key=tls_key.resolve() if tls_key else None,
     )
-    if probe_master(launch.url):
+    if launch.tls_cert is not None:
+        # `up` checks the master it starts against its certificate, as trials do.
+        os.environ.setdefault("SHIPYARD_CA_CERT", str(launch.tls_cert))
+    health = probe_master(launch.url)
+    if health:
         say(f"A Shipyard master already answers at {launch.url}.")
+        announce(launch, health)
         return
     pid = running_master_pid(launch.home)
     if pid is not None:
@@ -76,6 +105,20 @@ def up(
         return
     pid = start_background(launch)
     say(f"Shipyard master running at {launch.url} (pid {pid}); log: {launch.log_path}")
+    announce(launch, probe_master(launch.url) or {})
+
+
+def announce(launch: MasterLaunch, health: dict) -> None:
+    """The first admin's one-time password, once, and a web UI link that logs you in."""
+    admin = take_admin_password(launch.home)
+    if admin is not None:
+        name, password = admin
+        say(
+            f"Cluster admin: {name}, one-time password: {password} "
+            "(shown once; change it with `shipyard user change-password`)",
+            style="bold",
+        )
+    say(f"Web UI: {web_ui_link(launch.url, launch.home, health)}")
 
 
 def down(home: HomeOption = None) -> None:

@@ -2,6 +2,11 @@
 
 `shipyard up` records the process in $SHIPYARD_HOME/master.json ({"url", "pid", "port",
 "home"}); the CLI and the SDK read the URL from there, `shipyard down` the pid.
+
+Once it answers, `up` shows what the master left for the person who started it: the first
+admin's one-time password ($SHIPYARD_HOME/admin-password, shown once, then deleted) and a
+web UI link with a single-use login ticket, made with the local user's token the master
+keeps in $SHIPYARD_HOME/auth.json (laptop mode).
 """
 
 from __future__ import annotations
@@ -13,17 +18,22 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from shipyard.client.master import get_master
+from shipyard.client import credentials
+from shipyard.client.master import get_health
 from shipyard.client.master_url import master_state_path, read_master_state
 from shipyard.client.session import Session
-from shipyard.common.api import MasterInfo
+from shipyard.client.users import create_login_ticket, login_url
 from shipyard.common.errors import ShipyardError
 
 STARTUP_TIMEOUT_S = 15.0
 STOP_GRACE_S = 10.0
 LOG_TAIL_LINES = 20
+# Where a master started without a terminal leaves its first admin's one-time password
+# (two lines: name, password); written by shipyard.server.auth.bootstrap.
+ADMIN_PASSWORD_FILE = "admin-password"
 
 
 @dataclass(frozen=True)
@@ -33,13 +43,17 @@ class MasterLaunch:
     home: Path
     slots: int | None = None
     config: Path | None = None  # the master's config file (resource pools)
+    auth: bool = True  # False: --no-auth (the master refuses it beyond 127.0.0.1)
+    tls_cert: Path | None = None  # HTTPS: the certificate and its key (PEM)
+    tls_key: Path | None = None
 
     @property
     def url(self) -> str:
         # A master listening on every interface is reached through the loopback one.
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls_cert else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -52,19 +66,56 @@ class MasterLaunch:
             argv += ["--slots", str(self.slots)]
         if self.config is not None:
             argv += ["--config", str(self.config)]
+        if not self.auth:
+            argv.append("--no-auth")
+        if self.tls_cert is not None:
+            argv += ["--tls-cert", str(self.tls_cert)]
+        if self.tls_key is not None:
+            argv += ["--tls-key", str(self.tls_key)]
         return argv
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "SHIPYARD_HOME": str(self.home)}
 
 
-def probe_master(url: str, timeout_s: float = 2.0) -> MasterInfo | None:
-    """The master's info if a Shipyard master answers at url, else None."""
+def probe_master(url: str, timeout_s: float = 2.0) -> dict | None:
+    """The health answer if a Shipyard master answers at url (no token needed), else None."""
     try:
         with Session(url, timeout_s=timeout_s) as session:
-            return get_master(session)
+            return get_health(session)
     except ShipyardError:
         return None
+
+
+def take_admin_password(home: Path) -> tuple[str, str] | None:
+    """The first admin's name and one-time password the master left in its home, read once:
+    the file is deleted as it is read."""
+    path = home / ADMIN_PASSWORD_FILE
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    path.unlink(missing_ok=True)
+    if len(lines) < 2 or not lines[0].strip() or not lines[1]:
+        raise ShipyardError(f"{path} did not hold a user name and a password; removed it")
+    return lines[0].strip(), lines[1]
+
+
+def web_ui_link(url: str, home: Path, health: dict) -> str:
+    """The web UI's address for the person who ran `up`: with a single-use login ticket
+    when the master keeps them a token (in home's auth.json, or SHIPYARD_TOKEN)."""
+    if health.get("auth") is False:
+        return f"{url}/"
+    token = credentials.token_for(url, home)
+    if token is None:
+        return f"{url}/login (log in with your user name and password)"
+    try:
+        with Session(url, token=token) as session:
+            ticket = create_login_ticket(session)
+    except ShipyardError as error:
+        return f"{url}/login (no login link: {error.message})"
+    minutes = max(1, round((ticket.expires_at - datetime.now(UTC)).total_seconds() / 60))
+    return f"{login_url(url, ticket)} (single use, valid {minutes} min)"
 
 
 def write_master_state(launch: MasterLaunch, pid: int) -> None:

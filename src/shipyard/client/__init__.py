@@ -6,6 +6,9 @@
     exp = sy.wait(exp.id, timeout=600)
     print(exp.state, exp.best_validation)
 
+Its token is SHIPYARD_TOKEN, else the one `shipyard user login` (or, on a laptop, the
+master itself) kept for this master in $SHIPYARD_HOME/auth.json, else `token=`.
+
 The modules below (one per resource) take a `Session` and return the models of
 shipyard.common.api; this facade only binds them to one session.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shipyard.client import checkpoints, experiments, master, trials
+from shipyard.client import checkpoints, experiments, master, trials, users
 from shipyard.client.logs import iter_log_lines
 from shipyard.client.master_url import resolve_master_url
 from shipyard.client.session import Session
@@ -33,13 +36,18 @@ from shipyard.common.api import (
     TrialDetail,
     TrialListItem,
 )
+from shipyard.common.api_users import WhoAmI
 
 
 class Shipyard:
     """A friendly handle on one master."""
 
-    def __init__(self, master: str | None = None, *, timeout_s: float = 30.0) -> None:
-        self.session = Session(master, timeout_s=timeout_s)
+    def __init__(
+        self, master: str | None = None, *, timeout_s: float = 30.0, token: str | None = None
+    ) -> None:
+        """token: an API token (`shipyard token create`); by default SHIPYARD_TOKEN, else
+        the one `shipyard user login` kept for this master in $SHIPYARD_HOME/auth.json."""
+        self.session = Session(master, timeout_s=timeout_s, token=token)
 
     @property
     def url(self) -> str:
@@ -53,6 +61,10 @@ class Shipyard:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def whoami(self) -> WhoAmI:
+        """The user this handle's token belongs to (username, admin, service)."""
+        return users.whoami(self.session)
 
     def master_info(self) -> MasterInfo:
         return master.get_master(self.session)

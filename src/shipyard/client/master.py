@@ -12,3 +12,8 @@ def get_master(session: Session) -> MasterInfo:
 
 def list_slots(session: Session) -> list[SlotInfo]:
     return [SlotInfo.model_validate(item) for item in session.get("/slots")]
+
+
+def get_health(session: Session) -> dict:
+    """{"status": "ok", "version", "auth"}: answered without a token."""
+    return session.get("/health")

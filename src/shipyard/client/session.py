@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
+from shipyard.client import credentials
 from shipyard.client.master_url import resolve_master_url
 from shipyard.common.errors import ERRORS_BY_KIND, MasterUnavailable, ShipyardError
 
@@ -17,13 +20,22 @@ API_PREFIX = "/api/v1"
 class Session:
     """One connection pool to one master. Paths are relative to /api/v1."""
 
-    def __init__(self, master_url: str | None = None, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, master_url: str | None = None, *, timeout_s: float = 30.0, token: str | None = None
+    ) -> None:
         self.url = resolve_master_url(master_url)
         self.timeout_s = timeout_s
+        # The token: given, or SHIPYARD_TOKEN, or the one kept for this master (credentials).
+        token = token or credentials.token_for(self.url)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         # trust_env=False: a proxy from the environment must not sit between us and a master
-        # that is usually on 127.0.0.1.
+        # that is usually on 127.0.0.1. SHIPYARD_CA_CERT: a master's self-signed certificate.
         self._http = httpx.Client(
-            base_url=self.url + API_PREFIX, timeout=timeout_s, trust_env=False
+            base_url=self.url + API_PREFIX,
+            timeout=timeout_s,
+            trust_env=False,
+            headers=headers,
+            verify=_verify(),
         )
 
     def close(self) -> None:
@@ -81,6 +93,11 @@ class Session:
             return MasterUnavailable(
                 f"the Shipyard master at {self.url} did not answer in time ({type(exc).__name__})"
             )
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            return MasterUnavailable(
+                f"the certificate of the master at {self.url} is not trusted ({exc}); "
+                "set SHIPYARD_CA_CERT to the certificate file if it is self-signed"
+            )
         return MasterUnavailable(
             f"cannot reach the Shipyard master at {self.url}; start it with `shipyard up`"
         )
@@ -97,6 +114,11 @@ def _error_from_response(response: httpx.Response) -> ShipyardError:
     except (ValueError, KeyError, TypeError):
         text = response.text.strip()[:300] or response.reason_phrase
         return ShipyardError(f"the master answered HTTP {response.status_code} to {where}: {text}")
+
+
+def _verify() -> ssl.SSLContext | bool:
+    ca_file = os.environ.get("SHIPYARD_CA_CERT")
+    return ssl.create_default_context(cafile=ca_file) if ca_file else True
 
 
 def _drop_none(params: dict | None) -> dict | None:

@@ -44,7 +44,8 @@ class CreateExperimentRequest(BaseModel):
         None,
         min_length=1,
         max_length=128,
-        description="who submits it (the CLI and SDK send the login name)",
+        description="ignored: the owner is the user whose token submits it (older "
+        "clients sent their login name here)",
     )
 
 

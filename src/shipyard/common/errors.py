@@ -26,6 +26,29 @@ class InvalidRequest(ShipyardError):
     kind = "InvalidRequest"
 
 
+class Unauthorized(ShipyardError):
+    """No credentials, or credentials the master does not accept (unknown, expired,
+    revoked, a deactivated user, a wrong password)."""
+
+    status_code = 401
+    kind = "Unauthorized"
+
+
+class Forbidden(ShipyardError):
+    """The caller is known but may not do this (a task token on a user route, a
+    non-admin on an admin route, a write without its CSRF token)."""
+
+    status_code = 403
+    kind = "Forbidden"
+
+
+class TooManyRequests(ShipyardError):
+    """Too many failed logins for an account or from an address: wait and try again."""
+
+    status_code = 429
+    kind = "TooManyRequests"
+
+
 class NotFound(ShipyardError):
     status_code = 404
     kind = "NotFound"
@@ -92,6 +115,9 @@ ERRORS_BY_KIND: dict[str, type[ShipyardError]] = {
     for cls in (
         ShipyardError,
         InvalidRequest,
+        Unauthorized,
+        Forbidden,
+        TooManyRequests,
         NotFound,
         Conflict,
         TooLarge,

@@ -9,6 +9,7 @@ their own). Transport failures and 5xx answers raise MasterUnavailable, which ca
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +23,13 @@ DEFAULT_TIMEOUT_S = 30.0
 class JsonHttp:
     """Talks JSON to one master. ``request`` is safe to call from several threads."""
 
-    def __init__(self, base_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        token: str | None = None,
+    ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidRequest(
@@ -35,15 +42,23 @@ class JsonHttp:
         self._prefix = parts.path.rstrip("/")
         self._timeout_s = timeout_s
         self._local = threading.local()
+        # The run's task token (the master gives every run its own), sent on every request.
+        token = token or os.environ.get("SHIPYARD_TASK_TOKEN")
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self._ca_file = os.environ.get("SHIPYARD_CA_CERT") or None
 
     def _connection(self, timeout_s: float) -> Any:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             if self._scheme == "https":
                 import http.client
+                import ssl
 
+                context = ssl.create_default_context(cafile=self._ca_file)
                 conn = _HttpsConnection(
-                    http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s)
+                    http.client.HTTPSConnection(
+                        self._host, self._port, timeout=timeout_s, context=context
+                    )
                 )
             else:
                 conn = WireConnection(self._host, self._port or 80, timeout=timeout_s)
@@ -66,7 +81,7 @@ class JsonHttp:
     ) -> Any:
         """Send one request and return the decoded JSON answer (NaN and Infinity allowed)."""
         payload = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **self._auth}
         if payload is not None:
             headers["Content-Type"] = "application/json"
         url = f"{self.base_url}{path}"

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from shipyard.common.errors import ConfigError
 from shipyard.server.app import create_app
+from shipyard.server.auth.bootstrap import is_loopback
 from shipyard.server.settings import Settings
 
 
@@ -28,6 +29,21 @@ def _port_free(host: str, port: int) -> bool:
                 return False
             raise
     return True
+
+
+def _unsafe_setting(settings: Settings) -> str | None:
+    """Why the master must not start with these settings, if it must not."""
+    if not settings.auth and not is_loopback(settings.host):
+        return (
+            f"--host {settings.host} would let anyone who reaches this machine use the master: "
+            "listen beyond 127.0.0.1 only with authentication on (drop --no-auth)"
+        )
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        return "--tls-cert and --tls-key go together: give both or neither"
+    for path in (settings.tls_cert, settings.tls_key):
+        if path is not None and not path.is_file():
+            return f"{path}: no such file"
+    return None
 
 
 class _Server(uvicorn.Server):
@@ -50,12 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path)
     parser.add_argument("--slots", type=int, help="CPU slots when no GPU is found")
     parser.add_argument("--config", dest="config_file", type=Path, help="master config (YAML)")
+    parser.add_argument(
+        "--no-auth",
+        dest="auth",
+        action="store_const",
+        const=False,
+        help="trust every request (only on 127.0.0.1; for benchmarks and single-user tests)",
+    )
+    parser.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in vars(args).items() if v is not None}
     settings = Settings(**overrides)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    problem = _unsafe_setting(settings)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if not _port_free(settings.host, settings.port):
         print(
             f"error: port {settings.port} on {settings.host} is already in use; "
@@ -76,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         access_log=False,
         timeout_keep_alive=30,
         timeout_graceful_shutdown=2,
+        ssl_certfile=settings.tls_cert,
+        ssl_keyfile=settings.tls_key,
     )
     _Server(config, app).run()
     return 0

@@ -7,14 +7,17 @@ import gc
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import shipyard
 from shipyard.backends.pooled import LOCAL
-from shipyard.common.errors import InvalidRequest, ShipyardError
+from shipyard.common.errors import InvalidRequest, ShipyardError, Unauthorized
+from shipyard.server.auth import bootstrap
+from shipyard.server.auth.principal import current_user
+from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import (
@@ -25,15 +28,20 @@ from shipyard.server.pools import (
     partition,
 )
 from shipyard.server.routers import (
+    audit,
+    auth,
     checkpoints,
     contexts,
     experiments,
+    health,
     jobs,
     master,
     searcher,
+    tokens,
     trial_side,
     trials,
     ui,
+    users,
 )
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -62,9 +70,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.ensure_dirs()
         db = Database(settings.database_url)
         db.migrate()
+        if settings.auth:
+            bootstrap.first_admin(settings, db)
+            bootstrap.local_token(settings, db)
         hub = SignalHub()
         hub.attach(asyncio.get_running_loop())
-        orchestrator = Orchestrator(settings, db, backend, hub, pools)
+        task_tokens = TaskTokens.of_home(settings.home)
+        orchestrator = Orchestrator(
+            settings, db, backend, hub, pools, task_tokens if settings.auth else None
+        )
         app.state.master = MasterState(
             settings=settings,
             db=db,
@@ -74,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             pools=pools,
             default_pool=master_config.default_pool,
             started_at=utcnow(),
+            task_tokens=task_tokens,
         )
         orchestrator.start()
         curve_keeper = CurveKeeper(db)
@@ -92,8 +107,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="REST API of the Shipyard master",
         lifespan=lifespan,
     )
-    for module in (master, contexts, experiments, jobs, trials, trial_side, checkpoints, searcher):
+    # Open: the health probe, logging in and out. Trials' routes check their task token.
+    for module in (health, auth, trial_side):
         app.include_router(module.router, prefix="/api/v1")
+    # Everything else needs a user (auth.py's whoami and tickets ask on their own).
+    signed_in = [Depends(current_user)]
+    for module in (master, contexts, experiments, jobs, trials, checkpoints, searcher):
+        app.include_router(module.router, prefix="/api/v1", dependencies=signed_in)
+    for module in (users, tokens, audit):
+        app.include_router(module.router, prefix="/api/v1")
+    app.include_router(auth.pages)
     ui.install(app)
     _install_error_handlers(app)
     return app
@@ -111,7 +134,8 @@ def _freeze_startup_objects() -> None:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ShipyardError)
     async def shipyard_error(_request: Request, exc: ShipyardError) -> JSONResponse:
-        return JSONResponse(exc.to_dict(), status_code=exc.status_code)
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        return JSONResponse(exc.to_dict(), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

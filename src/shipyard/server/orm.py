@@ -252,3 +252,48 @@ class LogLine(Base):
     stream: Mapped[str] = mapped_column(String(8), default="output")
     text: Mapped[str] = mapped_column(Text)
     time: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class User(Base):
+    """A person or a service account (migration 0009). A user without a password hash
+    cannot log in with a password (an owner name carried over from before users existed,
+    a service account): only tokens an admin creates for it work."""
+
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(128), unique=True)
+    password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_service: Mapped[bool] = mapped_column(Boolean, default=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ApiToken(Base):
+    """An API token, a login session or a single-use login ticket of a user. Only the
+    SHA-256 of the secret is stored; `prefix` (its first characters) names it in lists."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # api | session | ticket
+    name: Mapped[str] = mapped_column(String(128), default="")
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class AuditEvent(Base):
+    """Who did what to what, from where: logins, tokens, users, admin actions."""
+
+    __tablename__ = "audit_events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(128), index=True)  # a username, or "-"
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str] = mapped_column(String(256), default="")
+    address: Mapped[str] = mapped_column(String(64), default="")
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

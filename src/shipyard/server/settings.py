@@ -26,6 +26,15 @@ class Settings(BaseSettings):
     stop_grace_s: float = 60.0
     kill_grace_s: float = 10.0
     poll_interval_s: float = 1.0
+    # Every request must say who sends it (users' tokens and sessions, trials' task
+    # tokens). Off (--no-auth) only on 127.0.0.1: every request is then the local user's.
+    auth: bool = True
+    # On 127.0.0.1, keep a token of the local user in $SHIPYARD_HOME/auth.json (laptop mode).
+    local_token: bool = True
+    admin_user: str | None = None  # the first admin's name (default: the local user)
+    # HTTPS: uvicorn's certificate and key (PEM files); trials trust tls_cert.
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
 
     @property
     def database_url(self) -> str:
@@ -34,7 +43,8 @@ class Settings(BaseSettings):
     @property
     def master_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self.tls_cert else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     def ensure_dirs(self) -> None:
         for sub in ("contexts", "trials", "logs", "checkpoints", "experiments"):

@@ -12,9 +12,11 @@ from sqlalchemy.orm import Session
 from shipyard.backends.pooled import PooledBackend
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
+from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.pools import Pool
 from shipyard.server.services.experiment_config import stored_config
+from shipyard.server.services.login import LoginGuard
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -31,6 +33,8 @@ class MasterState:
     pools: dict[str, Pool]
     default_pool: str  # for experiments that name no resources.resource_pool
     started_at: datetime
+    task_tokens: TaskTokens
+    login_guard: LoginGuard = field(default_factory=LoginGuard)
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
     _searcher_by_experiment: dict[int, SearcherOptions] = field(default_factory=dict)
 

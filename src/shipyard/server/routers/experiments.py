@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common import api
+from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.routers.responses import json_list_response, json_response
 from shipyard.server.services import (
     checkpoints,
@@ -29,7 +30,9 @@ router = APIRouter(tags=["experiments"])
     status_code=201,
 )
 def create_experiment(
-    req: api.CreateExperimentRequest, m: MasterState = Depends(master)
+    req: api.CreateExperimentRequest,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
 ) -> api.ExperimentDetail:
     with m.db.write() as s:
         exp = experiments.create(
@@ -37,6 +40,7 @@ def create_experiment(
             default_checkpoint_base=str(m.settings.home / "checkpoints"),
             pools=m.pools,
             default_pool=m.default_pool,
+            owner=p.username,
             session=s,
         )
         exp_id = exp.id

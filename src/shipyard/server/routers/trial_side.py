@@ -1,4 +1,5 @@
-"""Calls a running trial makes (shipyard.core): plain JSON, small and fast."""
+"""Calls a running trial makes (shipyard.core): plain JSON, small and fast. Each takes the
+trial's task token (see auth/principal.trial_task), and a report names the token's run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi import APIRouter, Body, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
 from shipyard.common.errors import InvalidRequest
+from shipyard.server.auth.principal import TaskGrant, trial_task
 from shipyard.server.services import metrics, searching, trial_reports
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
@@ -17,7 +19,10 @@ router = APIRouter(tags=["trial-side"])
 
 @router.post("/trials/{trial_id}/metrics", operation_id="report_trial_metrics")
 def report_trial_metrics(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     """Store training/validation metrics; a resent step replaces its value."""
     reports = body.get("reports")
@@ -25,7 +30,7 @@ def report_trial_metrics(
         raise InvalidRequest("reports must be a list")
     with m.metric_keys.transaction(), m.db.write() as s:
         trial = metrics.reporting_trial(trial_id, session=s)
-        run_id = trial_reports.current_run(trial, body.get("run_id"))
+        run_id = trial_reports.current_run(trial, grant.run(body.get("run_id")))
         validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
         options = m.searcher_options(trial.experiment_id, session=s)
         for v in validations:
@@ -41,28 +46,37 @@ def report_trial_metrics(
 
 @router.post("/trials/{trial_id}/checkpoints", operation_id="report_checkpoint")
 def report_checkpoint(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     """Record a checkpoint whose files (and metadata.json, last) are already written."""
     with m.db.write() as s:
-        uuid = trial_reports.checkpoint(trial_id, body.get("run_id"), body, session=s)
+        uuid = trial_reports.checkpoint(trial_id, grant.run(body.get("run_id")), body, session=s)
     return {"uuid": uuid}
 
 
 @router.post("/trials/{trial_id}/searcher/wait", operation_id="wait_for_searcher")
 def wait_for_searcher(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     """The trial reached its target and found no new one: it asks to wait without holding
     a slot. If a new target came meanwhile, the answer says so and the trial goes on."""
     with m.db.write() as s:
-        parked = trial_reports.park(trial_id, body.get("run_id"), session=s)
+        parked = trial_reports.park(trial_id, grant.run(body.get("run_id")), session=s)
     return parked._asdict()
 
 
 @router.post("/trials/{trial_id}/progress", operation_id="report_trial_progress")
 def report_trial_progress(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    _grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     progress = body.get("progress")
     if not isinstance(progress, int | float) or not 0 <= progress <= 1:
@@ -74,17 +88,23 @@ def report_trial_progress(
 
 @router.post("/trials/{trial_id}/heartbeat", operation_id="trial_heartbeat")
 def trial_heartbeat(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     """The trial's training loop is alive (see heartbeat_timeout)."""
     with m.db.write() as s:
-        trial_reports.heartbeat(trial_id, body.get("run_id"), session=s)
+        trial_reports.heartbeat(trial_id, grant.run(body.get("run_id")), session=s)
     return {}
 
 
 @router.post("/trials/{trial_id}/run-error", operation_id="report_trial_run_error")
 def report_trial_run_error(
-    trial_id: int, body: dict[str, Any] = Body(...), m: MasterState = Depends(master)
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
 ) -> dict:
     """The current run says why it is failing (the exception leaving its ``with
     shipyard.core.init()`` block); the supervisor appends it to the run's exit reason.
@@ -95,7 +115,11 @@ def report_trial_run_error(
         raise InvalidRequest(f"message must be a non-empty string, got {message!r:.80}")
     with m.db.write() as s:
         trial_reports.run_error(
-            trial_id, body.get("run_id"), message, append=body.get("append") is True, session=s
+            trial_id,
+            grant.run(body.get("run_id")),
+            message,
+            append=body.get("append") is True,
+            session=s,
         )
     return {}
 
@@ -105,6 +129,7 @@ async def get_trial_signals(
     trial_id: int,
     version: int = Query(-1),
     wait_s: float = Query(0, ge=0, le=120),
+    _grant: TaskGrant = Depends(trial_task),
     m: MasterState = Depends(master),
 ) -> dict:
     """Long-poll: answers when the master asks the trial to preempt or stop or gives it a

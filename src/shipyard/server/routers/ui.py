@@ -42,7 +42,7 @@ def install(app: FastAPI) -> None:
     app.mount("/static", _Static(directory=STATIC, check_dir=False), name="static")
 
 
-def _page() -> FileResponse:
+def page() -> FileResponse:
     if not INDEX.is_file():
         raise NotFound(f"the web UI is not installed ({INDEX} is missing)")
     return FileResponse(INDEX, media_type="text/html", headers=NO_CACHE)
@@ -51,19 +51,19 @@ def _page() -> FileResponse:
 # Ids are ints ({...:int}): any other path segment is a 404 like every unknown path.
 @router.get("/")
 def home() -> FileResponse:
-    return _page()
+    return page()
 
 
 @router.get("/experiments/{exp_id:int}")
 def experiment_page(exp_id: int) -> FileResponse:
-    return _page()
+    return page()
 
 
 @router.get("/trials/{trial_id:int}")
 def trial_page(trial_id: int) -> FileResponse:
-    return _page()
+    return page()
 
 
 @router.get("/cluster")
 def cluster_page() -> FileResponse:
-    return _page()
+    return page()

@@ -39,10 +39,12 @@ def create(
     default_checkpoint_base: str,
     pools: dict[str, Pool],
     default_pool: str,
+    owner: str,
     session: Session,
 ) -> orm.Experiment:
     """Validate, record, and start the searcher: the first trials are queued in the same
-    transaction, so they can launch the moment it commits."""
+    transaction, so they can launch the moment it commits. The owner is who submits it
+    (the request's own `owner` field is ignored: old clients send their login name)."""
     cfg = load_config(req.config_yaml, req.config_file)
     files: set[str] = set()
     if req.context_id is not None:
@@ -68,7 +70,7 @@ def create(
         checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
         priority=cfg.resources.priority,
         resource_pool=pool,
-        owner=req.owner,
+        owner=owner,
     )
     session.add(exp)
     session.flush()

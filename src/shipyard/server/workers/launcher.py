@@ -96,7 +96,11 @@ def _heartbeat_interval(timeout: int | None) -> str:
 
 
 def build_spec(
-    settings: Settings, exp: orm.Experiment, trial: orm.Trial, slots: list[Slot]
+    settings: Settings,
+    exp: orm.Experiment,
+    trial: orm.Trial,
+    slots: list[Slot],
+    task_token: str | None = None,
 ) -> TrialLaunchSpec:
     config = config_of(exp)
     image = choose_image(config.environment.image, slots)
@@ -129,6 +133,10 @@ def build_spec(
             "SHIPYARD_SIZE": "1",
         }
     )
+    if task_token:  # the run's own credentials (never a user's token)
+        env["SHIPYARD_TASK_TOKEN"] = task_token
+    if settings.tls_cert:  # trials trust the master's certificate
+        env["SHIPYARD_CA_CERT"] = str(settings.tls_cert)
     return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,

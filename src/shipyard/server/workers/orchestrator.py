@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from shipyard.backends.pooled import PooledBackend
+from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
@@ -45,13 +46,14 @@ class Orchestrator:
         backend: PooledBackend,
         hub: SignalHub,
         pools: dict[str, Pool],
+        task_tokens: TaskTokens | None = None,  # None: authentication is off
     ) -> None:
         self.settings = settings
         self.db = db
         self.backend = backend
         self.hub = hub
         self.driver = ExperimentDriver(db, settings.stop_grace_s)
-        self.supervisor = Supervisor(settings, db, backend, hub, pools)
+        self.supervisor = Supervisor(settings, db, backend, hub, pools, task_tokens)
         self._reasons: set[Reason] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()

@@ -16,6 +16,7 @@ from shipyard.backends.pooled import PooledBackend
 from shipyard.common.errors import ConfigError
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
+from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
@@ -43,12 +44,14 @@ class Supervisor:
         backend: PooledBackend,
         hub: SignalHub,
         pools: dict[str, Pool],
+        task_tokens: TaskTokens | None = None,  # None: authentication is off
     ) -> None:
         self.settings = settings
         self.db = db
         self.backend = backend
         self.hub = hub
         self.pools = pools
+        self.task_tokens = task_tokens
         self.handles: dict[int, Handle] = {}
         self.offsets: dict[int, int] = {}
         self.terminating: set[int] = set()
@@ -169,7 +172,8 @@ class Supervisor:
 
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
-            handle = self.backend.launch(build_spec(self.settings, exp, trial, slots))
+            token = self.task_tokens.mint(trial.id, trial.run_id) if self.task_tokens else None
+            handle = self.backend.launch(build_spec(self.settings, exp, trial, slots, token))
         except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
             # The trial's own settings (ConfigError) need no traceback, and would fail the
             # same way on every restart.

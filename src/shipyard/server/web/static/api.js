@@ -5,6 +5,11 @@
 // Every endpoint the UI calls is one "METHOD /path" string below (path parameters in
 // braces): tests/server/test_ui_endpoints.py checks each against the master's OpenAPI
 // schema, and web/test/api.test.js checks that every call goes through one of them.
+//
+// The browser's credentials are the master's session cookie (auth.js): every request sends
+// it, every write its CSRF header too, and an answer 401 sends the browser to the login page.
+
+import { CSRF_HEADER, csrfToken, toLogin } from "./auth.js";
 
 const BASE = "/api/v1";
 
@@ -26,6 +31,10 @@ export const ROUTES = {
   jobs: "GET /jobs",
   slots: "GET /slots",
   pools: "GET /resource-pools",
+  // The login page and the top bar: who is logged in, logging in and out (the cookie).
+  whoami: "GET /auth/whoami",
+  login: "POST /auth/login",
+  logout: "POST /auth/logout",
 };
 
 // The buttons of actions.js, one endpoint each.
@@ -45,10 +54,12 @@ export class ApiError extends Error {
   /**
    * @param {number} status
    * @param {string} message
+   * @param {string} [reason] the master's message alone (message names the request too)
    */
-  constructor(status, message) {
+  constructor(status, message, reason = message) {
     super(message);
     this.status = status;
+    this.reason = reason;
   }
 }
 
@@ -80,25 +91,46 @@ function url(path, query) {
   return BASE + path + (qs ? "?" + qs : "");
 }
 
+// Writes carry the CSRF token the session cookie came with; a JSON body is sent as JSON.
+/**
+ * @param {string} method
+ * @param {unknown} json
+ */
+function headersFor(method, json) {
+  /** @type {Record<string, string>} */
+  const headers = { accept: "application/json" };
+  if (json !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET" && method !== "HEAD") {
+    const token = csrfToken();
+    if (token) headers[CSRF_HEADER] = token;
+  }
+  return headers;
+}
+
 /**
  * @param {string} route
  * @param {PathParams | null} params
- * @param {{query?: Query | null, signal?: AbortSignal}} [options]
- * @returns {Promise<any>} the answer's JSON
+ * @param {{query?: Query | null, signal?: AbortSignal, json?: unknown}} [options]
+ * @returns {Promise<any>} the answer's JSON (null when it has none)
  */
-async function request(route, params, { query, signal } = {}) {
+async function request(route, params, { query, signal, json } = {}) {
   const { method, path } = resolve(route, params || {});
   const response = await fetch(url(path, query), {
     method,
     signal,
-    headers: { accept: "application/json" },
+    credentials: "same-origin",
+    headers: headersFor(method, json),
+    body: json === undefined ? undefined : JSON.stringify(json),
   });
   const body = await response.json().catch(() => null);
   signal?.throwIfAborted(); // reading the body may have failed because of the abort
   if (!response.ok) {
+    // Not logged in, or no longer: to the login page (the error still reaches the caller,
+    // whose poller stops; the page is left anyway).
+    if (response.status === 401) toLogin();
     // The master's errors: {"error": {"type", "message", "details"}}.
     const message = body?.error?.message || response.statusText;
-    throw new ApiError(response.status, `${method} ${path}: ${message}`);
+    throw new ApiError(response.status, `${method} ${path}: ${message}`, message);
   }
   return body;
 }
@@ -140,6 +172,12 @@ export const api = {
   slots: (signal) => request(ROUTES.slots, null, { signal }),
   /** @param {Signal} [signal] */
   pools: (signal) => request(ROUTES.pools, null, { signal }),
+  /** @param {Signal} [signal] */
+  whoami: (signal) => request(ROUTES.whoami, null, { signal }),
+  // The answer sets the session cookie (mode "cookie": no token in the answer).
+  /** @param {string} username @param {string} password */
+  login: (username, password) => request(ROUTES.login, null, { json: { username, password, mode: "cookie" } }),
+  logout: () => request(ROUTES.logout, null),
 };
 
 /** @param {unknown} error */

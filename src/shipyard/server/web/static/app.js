@@ -8,6 +8,8 @@ import { h, emptyState, replace } from "./dom.js";
 import { interceptLinks, setRenderer } from "./router.js";
 import { setupThemeToggle } from "./theme.js";
 import { showIdle } from "./poll.js";
+import { showAccount } from "./account.js";
+import * as loginPage from "./pages/login.js";
 import * as experimentsPage from "./pages/experiments.js";
 import * as experimentPage from "./pages/experiment.js";
 import * as trialPage from "./pages/trial.js";
@@ -18,6 +20,8 @@ const ROUTES = [
   { pattern: /^\/experiments\/(\d+)\/?$/, page: experimentPage, nav: "experiments" },
   { pattern: /^\/trials\/(\d+)\/?$/, page: trialPage, nav: "experiments" },
   { pattern: /^\/cluster\/?$/, page: clusterPage, nav: "cluster" },
+  // The only page shown without a login (the top bar then has no links: they need one).
+  { pattern: /^\/login\/?$/, page: loginPage, nav: null },
 ];
 
 const notFound = {
@@ -50,6 +54,9 @@ function render() {
     if (route && anchor.dataset.nav === route.nav) anchor.setAttribute("aria-current", "page");
     else anchor.removeAttribute("aria-current");
   }
+  const login = route?.page === loginPage;
+  document.body.classList.toggle("login-page", login);
+  if (!login) showAccount();
   const root = main();
   root.replaceChildren();
   const id = route ? Number(path.match(route.pattern)?.[1]) : null;

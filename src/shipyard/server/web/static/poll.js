@@ -6,6 +6,7 @@
 // runs again, and the run it aborted starts nothing.
 
 import { ApiError, isAbort } from "./api.js";
+import { toLogin } from "./auth.js";
 
 const status = () => document.getElementById("live-status");
 
@@ -20,8 +21,8 @@ function showStatus(text, tone) {
   el.dataset.tone = tone || "";
 }
 
-// The master said no (no such experiment): asking again gets the same answer. 408 and 429
-// say "later", not "no".
+// The master said no (no such experiment, not logged in): asking again gets the same
+// answer. 408 and 429 say "later", not "no".
 /** @param {unknown} error */
 function isFinal(error) {
   return error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429;
@@ -111,6 +112,9 @@ export class Poller {
       if (final) {
         this.stop(); // the page's error box says what the master said
         if (this.status) showIdle();
+        // Logged out (or the session ended): asking again gets 401 again; the login page
+        // brings the browser back here (api.js has already gone there: once is enough).
+        if (error instanceof ApiError && error.status === 401) toLogin();
       } else {
         this.delay = Math.min(this.max * 2, Math.max(this.min, this.delay) * 2);
         if (this.status) showStatus(`Master not answering; retrying in ${Math.round(this.delay / 1000)} s`, "bad");

@@ -1,0 +1,132 @@
+"""Who a request comes from, as FastAPI dependencies.
+
+A user presents an API token (`Authorization: Bearer shy_u_…`) or the web UI's session
+cookie; a write made with the cookie must also carry the CSRF token (the double-submit
+cookie, sent back in a header), which another site's page cannot read. A trial presents its
+task token, good only on its own trial's routes. With authentication off (`--no-auth`, only
+on 127.0.0.1) every request is the local user's, an admin."""
+
+from __future__ import annotations
+
+import getpass
+import hmac
+from dataclasses import dataclass
+
+from fastapi import Depends, Request
+
+from shipyard.common.errors import Forbidden, Unauthorized
+from shipyard.server.auth import tokens
+from shipyard.server.services import api_tokens
+from shipyard.server.state import MasterState, master
+
+SESSION_COOKIE = "shipyard_session"
+CSRF_COOKIE = "shipyard_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    username: str
+    admin: bool
+    service: bool
+    via: str  # "token", "session", "local"
+    user_id: int | None = None
+    token_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskGrant:
+    """What a trial's task token allows: reports for one trial, from one run."""
+
+    trial_id: int
+    run_id: int | None  # None: authentication is off
+
+    def run(self, sent: object) -> object:
+        """The run_id a report names, which must be the token's own run."""
+        if self.run_id is not None and isinstance(sent, int) and sent != self.run_id:
+            raise Forbidden(
+                f"this task token speaks for run {self.run_id} of trial {self.trial_id}, "
+                f"not run {sent}"
+            )
+        return sent
+
+
+def bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _unauthorized(message: str) -> Unauthorized:
+    return Unauthorized(message)
+
+
+def current_user(request: Request, m: MasterState = Depends(master)) -> Principal:
+    if not m.settings.auth:
+        return Principal(username=getpass.getuser(), admin=True, service=False, via="local")
+    secret = bearer(request)
+    via = "token"
+    if secret is None:
+        secret = request.cookies.get(SESSION_COOKIE)
+        via = "session"
+        if secret is None:
+            raise _unauthorized(
+                "log in first: send an API token (Authorization: Bearer ...), "
+                "e.g. with `shipyard user login`"
+            )
+        if request.method not in SAFE_METHODS:
+            _check_csrf(request)
+    kind = tokens.kind_of(secret)
+    if kind == "task":
+        raise Forbidden("a task token may only make its own trial's reports")
+    if kind not in ("api", "session"):
+        raise _unauthorized("the token is not a Shipyard token")
+    with m.db.read() as s:
+        found = api_tokens.lookup(secret, session=s)
+    if found is None:
+        raise _unauthorized("the token is unknown, expired or revoked, or its user is inactive")
+    token, user = found
+    if api_tokens.needs_touch(token):
+        with m.db.write() as s:
+            api_tokens.touch(token.id, session=s)
+    return Principal(
+        username=user.username,
+        admin=user.is_admin,
+        service=user.is_service,
+        via=via,
+        user_id=user.id,
+        token_id=token.id,
+    )
+
+
+def _check_csrf(request: Request) -> None:
+    sent = request.headers.get(CSRF_HEADER, "")
+    expected = request.cookies.get(CSRF_COOKIE, "")
+    if not expected or not hmac.compare_digest(sent, expected):
+        raise Forbidden(f"a write from the web UI needs its {CSRF_HEADER} header")
+
+
+def admin_user(principal: Principal = Depends(current_user)) -> Principal:
+    if not principal.admin:
+        raise Forbidden("only a cluster admin may do this")
+    return principal
+
+
+async def trial_task(
+    trial_id: int, request: Request, m: MasterState = Depends(master)
+) -> TaskGrant:
+    """The trial's own task token, checked without the database (an HMAC)."""
+    if not m.settings.auth:
+        return TaskGrant(trial_id=trial_id, run_id=None)
+    secret = bearer(request)
+    if secret is None:
+        raise _unauthorized(f"trial {trial_id}'s reports need its task token")
+    if tokens.kind_of(secret) != "task":
+        raise Forbidden("a trial's reports take its task token, not a user's token")
+    verified = m.task_tokens.verify(secret)
+    if verified is None:
+        raise _unauthorized("the task token is not valid")
+    if verified[0] != trial_id:
+        raise Forbidden(f"this task token belongs to trial {verified[0]}, not trial {trial_id}")
+    return TaskGrant(trial_id=trial_id, run_id=verified[1])
