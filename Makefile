@@ -165,6 +165,7 @@ bench: setup
 	python bench/trainer_overhead.py
 	python bench/engine_overhead.py
 	python bench/ui_scale.py
+	python bench/auth_overhead.py
 
 clean:
 	rm -rf $(SETUP_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache

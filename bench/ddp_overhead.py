@@ -71,7 +71,7 @@ def last(result: Path) -> float:
 def main() -> None:
     shipyard_rates, torchrun_rates = [], []
     with Master(slots=2) as master, tempfile.TemporaryDirectory() as tmp:
-        sy = Shipyard(master.url)
+        sy = Shipyard(master.url, token=master.token)
         scratch = Path(tmp)
         for i in range(ROUNDS):
             result = scratch / f"round-{i}.jsonl"

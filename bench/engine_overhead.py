@@ -152,8 +152,8 @@ def shipyard_figures(ray_address: str, slurm_conf: Path, home: Path) -> dict[str
     figures = {}
     with (
         Master(config=master_config(ray_address, slurm_conf), home=home) as master,
-        Shipyard(master.url) as sy,
-        httpx.Client(base_url=f"{master.url}/api/v1", timeout=10) as api,
+        Shipyard(master.url, token=master.token) as sy,
+        master.api(timeout_s=10) as api,
         tempfile.TemporaryDirectory() as scratch,
     ):
         wait_until_healthy(api)

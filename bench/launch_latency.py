@@ -40,8 +40,8 @@ def first_training_metric_latency(sy: Shipyard, api: httpx.Client) -> float:
 
 def main() -> None:
     with Master(slots=1) as master:
-        sy = Shipyard(master.url)
-        with httpx.Client(base_url=f"{master.url}/api/v1", timeout=10) as api:
+        sy = Shipyard(master.url, token=master.token)
+        with master.api(timeout_s=10) as api:
             samples = [first_training_metric_latency(sy, api) for _ in range(RUNS)]
     figures = summary(samples)
     result = {

@@ -77,7 +77,7 @@ def one_round(sy: Shipyard, scratch: Path, index: int) -> dict[str, float]:
 
 def main() -> None:
     with Master(slots=1, config=POOLS) as master, tempfile.TemporaryDirectory() as scratch:
-        sy = Shipyard(master.url)
+        sy = Shipyard(master.url, token=master.token)
         rounds = [one_round(sy, Path(scratch), i) for i in range(ROUNDS)]
     reused = [r["slot_reused_s"] for r in rounds]
     beyond_checkpoint = [r["slot_reused_s"] - r["checkpoint_write_s"] for r in rounds]

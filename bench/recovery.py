@@ -8,7 +8,7 @@ and started again, CYCLES times. The trial processes live on; their metric sende
 while the master is down. For each restart, timed from the moment the new master process is
 spawned:
 
-- restart_to_http_s: GET /api/v1/master answers;
+- restart_to_http_s: GET /api/v1/health answers;
 - restart_to_all_running_s: all trials are RUNNING (GET /experiments/{id}/trials);
 - restart_to_all_reporting_s: every trial has a metric at a step beyond the last one the
   database held when the old master died (read from the SQLite file, read-only, between
@@ -52,7 +52,7 @@ CYCLES = 3  # of each kind of restart
 TARGET_S = 3.0
 REPORT_INTERVAL_S = 0.2  # the trials' step time
 POLL_S = 0.05  # trial listing while waiting for recovery
-HTTP_POLL_S = 0.01  # GET /master until the new master answers (refused connections: cheap)
+HTTP_POLL_S = 0.01  # GET /health until the new master answers (refused connections: cheap)
 START_TIMEOUT_S = 180.0  # 50 launches on two cores
 RECOVERY_TIMEOUT_S = 90.0  # longer than the trials' retry window (60 s)
 SETTLE_S = 2.0  # after a recovery, before the next kill: back to the steady state
@@ -356,12 +356,13 @@ def run(
     master = RestartableMaster(home, slots=trials, command=master_command)
     stop_file = home / "STOP-TRIALS"
     experiment_id: int | None = None
-    client = httpx.Client(base_url=f"{master.url}/api/v1", timeout=30)
+    client = master.api()  # the token is read once the master answers, and kept
     try:
         master.spawn()
         master.wait_until_answering()
         config = experiment_config(home, trials, stop_file)
-        experiment_id = Shipyard(master.url).create_experiment(str(config), str(trial_code)).id
+        sy = Shipyard(master.url, token=master.token)
+        experiment_id = sy.create_experiment(str(config), str(trial_code)).id
         first = wait_all_reporting(client, experiment_id, trials, min_step=3)
         cpu_before = master.cpu_s()
         time.sleep(SETTLE_S)

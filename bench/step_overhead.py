@@ -15,7 +15,6 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import httpx
 import yaml
 from _master import Master
 from _stats import summary
@@ -55,7 +54,7 @@ def main() -> None:
         config_path = Path(scratch) / "step_overhead.yaml"
         config_path.write_text(yaml.safe_dump(experiment_config(result_path)))
 
-        sy = Shipyard(master.url)
+        sy = Shipyard(master.url, token=master.token)
         experiment = sy.create_experiment(str(config_path), str(TRIAL_DIR))
         detail = sy.wait(experiment.id, TIMEOUT_S)
         if not result_path.exists():
@@ -64,15 +63,12 @@ def main() -> None:
                 + master.log()
             )
         trial_id = detail.trials[0].id
-        series = (
-            httpx.get(
-                f"{master.url}/api/v1/trials/{trial_id}/metrics",
-                params={"group": "training", "name": "loss"},
-                timeout=30,
+        with master.api() as api:
+            series = (
+                api.get(f"/trials/{trial_id}/metrics", params={"group": "training", "name": "loss"})
+                .raise_for_status()
+                .json()
             )
-            .raise_for_status()
-            .json()
-        )
         timings = json.loads(result_path.read_text())
 
     overhead = summary(timings["overhead_pct"], digits=2)

@@ -52,7 +52,7 @@ def config(directory: Path) -> Path:
 
 def main() -> None:
     with Master(slots=2) as master, tempfile.TemporaryDirectory() as scratch:
-        sy = Shipyard(master.url)
+        sy = Shipyard(master.url, token=master.token)
         experiment = sy.create_experiment(str(config(Path(scratch))), str(TRIAL_CODE))
         detail = sy.wait(experiment.id, 600)
         samples = [

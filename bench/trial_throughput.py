@@ -30,7 +30,7 @@ TIMEOUT_S = 1800.0
 
 def shipyard_figures() -> dict[str, Any]:
     with Master(slots=SLOTS) as master, tempfile.TemporaryDirectory() as scratch:
-        sy = Shipyard(master.url)
+        sy = Shipyard(master.url, token=master.token)
         config = search_config(
             Path(scratch),
             "bench-trial-throughput",

@@ -53,13 +53,11 @@ class TaskGrant:
 
 
 def bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() or None if scheme.lower() == "bearer" else None
-
-
-def _unauthorized(message: str) -> Unauthorized:
-    return Unauthorized(message)
+    """The token of an `Authorization: Bearer <token>` header, if there is one."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None
 
 
 def current_user(request: Request, m: MasterState = Depends(master)) -> Principal:
@@ -71,7 +69,7 @@ def current_user(request: Request, m: MasterState = Depends(master)) -> Principa
         secret = request.cookies.get(SESSION_COOKIE)
         via = "session"
         if secret is None:
-            raise _unauthorized(
+            raise Unauthorized(
                 "log in first: send an API token (Authorization: Bearer ...), "
                 "e.g. with `shipyard user login`"
             )
@@ -81,11 +79,11 @@ def current_user(request: Request, m: MasterState = Depends(master)) -> Principa
     if kind == "task":
         raise Forbidden("a task token may only make its own trial's reports")
     if kind not in ("api", "session"):
-        raise _unauthorized("the token is not a Shipyard token")
+        raise Unauthorized("the token is not a Shipyard token")
     with m.db.read() as s:
         found = api_tokens.lookup(secret, session=s)
     if found is None:
-        raise _unauthorized("the token is unknown, expired or revoked, or its user is inactive")
+        raise Unauthorized("the token is unknown, expired or revoked, or its user is inactive")
     token, user = found
     if api_tokens.needs_touch(token):
         with m.db.write() as s:
@@ -121,12 +119,12 @@ async def trial_task(
         return TaskGrant(trial_id=trial_id, run_id=None)
     secret = bearer(request)
     if secret is None:
-        raise _unauthorized(f"trial {trial_id}'s reports need its task token")
+        raise Unauthorized(f"trial {trial_id}'s reports need its task token")
     if tokens.kind_of(secret) != "task":
         raise Forbidden("a trial's reports take its task token, not a user's token")
     verified = m.task_tokens.verify(secret)
     if verified is None:
-        raise _unauthorized("the task token is not valid")
+        raise Unauthorized("the task token is not valid")
     if verified[0] != trial_id:
         raise Forbidden(f"this task token belongs to trial {verified[0]}, not trial {trial_id}")
     return TaskGrant(trial_id=trial_id, run_id=verified[1])

@@ -1,9 +1,11 @@
 """Token formats. Every secret starts with `shy_` and a letter for its kind, so a leaked one
 is found by grep (and by secret scanners):
 
-- `shy_u_…` an API token (CLI, SDK, automation), `shy_s_…` a web UI login session,
-  `shy_k_…` a single-use login ticket: 32 random bytes; the master stores only their SHA-256
-  (enough for 256-bit random secrets, and cheap on every request).
+- `shy_u_…` an API token (`shipyard token create`: automation, service accounts),
+  `shy_s_…` a login session (a password login of the CLI or the web UI, 7 days; a password
+  change ends the others), `shy_k_…` a single-use login ticket: 32 random bytes each; the
+  master stores only their SHA-256 (enough for 256-bit random secrets, and cheap on every
+  request).
 - `shy_t_<trial>_<run>_<mac>` a trial's task token: an HMAC of its trial and run under the
   master's key, so it survives a master restart with nothing stored, is checked without the
   database on the metrics path, and names the one run it speaks for.
