@@ -138,6 +138,16 @@ def test_malformed_yaml_reports_the_parser_position():
     assert "flow mapping" in detail["message"]
 
 
+def test_a_control_character_is_a_config_error():
+    # PyYAML's reader refuses it before parsing starts (found by test_api_schema.py: a 500).
+    error = config_error(load_config, "name: x\nentrypoint: python3 t.py\x02\n", "ctl.yaml")
+    assert type(error) is ConfigError
+    assert error.message == (
+        "ctl.yaml is not valid YAML: character #x0002 is not allowed in YAML at line 2, column 25"
+    )
+    assert (error.details[0]["line"], error.details[0]["column"]) == (2, 25)
+
+
 def test_tab_indentation_is_reported_with_its_line():
     error = config_error(load_config, "searcher:\n\tname: single\n")
     assert error.details[0]["line"] == 2

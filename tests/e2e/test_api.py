@@ -74,6 +74,14 @@ def test_invalid_config_is_422_with_the_field_path(master):
     assert len(master.http.get("/experiments").json()) == count  # nothing stored
 
 
+def test_a_control_character_in_the_config_is_422_with_its_line(master):
+    # YAML refuses it before parsing (a 500 once: found by test_api_schema.py).
+    for route in ("/experiments", "/preview-search"):
+        r = master.http.post(route, json={"config_yaml": GOOD + "description: a\x02b\n"})
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["details"][0]["line"] == 6
+
+
 @pytest.mark.parametrize("owner", ["", "x" * 129, 7])
 def test_a_bad_owner_is_400_naming_it_and_stores_nothing(master, owner):
     count = len(master.http.get("/experiments").json())

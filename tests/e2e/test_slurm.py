@@ -104,7 +104,9 @@ def test_a_trial_that_ignores_the_pause_is_stopped_by_scancel_and_resumes(master
     exp, trial_id = SLURM.start_trial(
         master,
         "slurm-scancel",
-        "{steps: 30, ckpt_every: 5, sleep: 0.1, ignore_preempt: true}",
+        # 6 s of training: scancel (preemption_timeout 1 s) comes well before the end even
+        # on a loaded machine (with 3 s the first run once reached its last checkpoint)
+        "{steps: 60, ckpt_every: 5, sleep: 0.1, ignore_preempt: true}",
         8,
         extra="preemption_timeout: 1\n",
     )

@@ -14,6 +14,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from shipyard.common.states import ExperimentState, TrialState
 
 
+class ErrorInfo(BaseModel):
+    type: str  # the error's kind: InvalidRequest, Unauthorized, NotFound, ConfigError, ...
+    message: str  # what was wrong, for a person
+    # One entry per problem, e.g. {"path": "searcher.metric", "message": ..., "line": 12}.
+    details: list[dict[str, Any]] = []
+
+
+class ErrorResponse(BaseModel):
+    """Every 4xx (and the 500 a bug makes) answers this body."""
+
+    error: ErrorInfo
+
+
 class MasterInfo(BaseModel):
     version: str
     started_at: datetime

@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import shipyard
 from shipyard.backends.pooled import LOCAL
+from shipyard.common.api import ErrorResponse
 from shipyard.common.errors import InvalidRequest, ShipyardError, Unauthorized
 from shipyard.server.auth import bootstrap
 from shipyard.server.auth.principal import current_user
@@ -50,6 +51,13 @@ from shipyard.server.workers.curve_keeper import CurveKeeper
 from shipyard.server.workers.orchestrator import Orchestrator
 
 log = logging.getLogger(__name__)
+
+
+# What the schema says of every API route's errors: a 4xx with the body the handlers below
+# write (an invalid request is a 400 there, not FastAPI's own 422 body, which this replaces).
+ERRORS: dict[int | str, dict] = {
+    "4XX": {"model": ErrorResponse, "description": "the request was refused: see error.message"}
+}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -109,13 +117,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # Open: the health probe, logging in and out. Trials' routes check their task token.
     for module in (health, auth, trial_side):
-        app.include_router(module.router, prefix="/api/v1")
+        app.include_router(module.router, prefix="/api/v1", responses=ERRORS)
     # Everything else needs a user (auth.py's whoami and tickets ask on their own).
     signed_in = [Depends(current_user)]
     for module in (master, contexts, experiments, jobs, trials, checkpoints, searcher):
-        app.include_router(module.router, prefix="/api/v1", dependencies=signed_in)
+        app.include_router(
+            module.router, prefix="/api/v1", dependencies=signed_in, responses=ERRORS
+        )
     for module in (users, tokens, audit):
-        app.include_router(module.router, prefix="/api/v1")
+        app.include_router(module.router, prefix="/api/v1", responses=ERRORS)
     app.include_router(auth.pages)
     ui.install(app)
     _install_error_handlers(app)

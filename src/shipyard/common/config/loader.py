@@ -81,17 +81,26 @@ def _detail(path: str, message: str, line: int | None, column: int | None) -> di
     return {"path": path, "message": message, "line": line, "column": column}
 
 
-def parse_yaml(text: str, filename: str) -> tuple[dict, Positions]:
-    """The top-level mapping and the positions of its values; ConfigError otherwise."""
+def _compose(text: str) -> tuple[Any, Positions, list[dict]]:
+    """The document, the positions of its values and its duplicate keys; a YAMLError if
+    the text is not YAML (a control character is refused as the loader is made)."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         positions, dupes = Positions(), list[dict]()
-        data = None
-        if node is not None:
-            # Index before constructing: construction flattens merge keys in place.
-            _index(loader, node, (), positions, dupes)
-            data = loader.construct_document(node)
+        if node is None:
+            return None, positions, dupes
+        # Index before constructing: construction flattens merge keys in place.
+        _index(loader, node, (), positions, dupes)
+        return loader.construct_document(node), positions, dupes
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(text: str, filename: str) -> tuple[dict, Positions]:
+    """The top-level mapping and the positions of its values; ConfigError otherwise."""
+    try:
+        data, positions, dupes = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -102,12 +111,18 @@ def parse_yaml(text: str, filename: str) -> tuple[dict, Positions]:
             f"{filename} is not valid YAML: {problem} at line {line}, column {column}",
             [_detail("", problem, line, column)],
         ) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - text.rfind("\n", 0, exc.position)
+        problem = f"character #x{exc.character:04x} is not allowed in YAML"
+        raise ConfigError(
+            f"{filename} is not valid YAML: {problem} at line {line}, column {column}",
+            [_detail("", problem, line, column)],
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(
             f"{filename} is not valid YAML: {exc}", [_detail("", str(exc), None, None)]
         ) from None
-    finally:
-        loader.dispose()
     if data is None:
         raise ConfigError(
             f"{filename} is empty; an experiment config needs at least entrypoint and searcher",

@@ -1,0 +1,378 @@
+"""Schemathesis against a live master (issue 17): every operation of the master's OpenAPI
+schema is called with an admin's API token (a trial's own routes with that trial's task
+token): a hand-written request that succeeds, then requests Schemathesis makes from the
+schema, valid ones and invalid ones. No answer may be a 500, and every answer must be one the
+schema declares: its status code, content type and body. At least 95 % of the operations
+must have answered a 2xx, so their success bodies were checked too.
+
+The master is seeded first, so generated path parameters name real objects as well as
+made-up ones: a finished search with metrics, checkpoints and logs, an archived experiment,
+running trials, users and tokens. Generation is derandomized and bounded (MAX_EXAMPLES a mode
+an operation) and nothing is shrunk: a failure is reported as found, with the curl command
+that repeats it.
+
+Nothing is left out. What would end the test's own session is steered around instead:
+logout gets a token of its own each time, revoke_token never names the admin's token, and
+an admin cannot deactivate themselves. Long-polls (wait_s) are cut to LONG_POLL_S."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import hypothesis
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+from schemathesis.core.failures import FailureGroup
+
+from shipyard.server.auth.tokens import TaskTokens
+from tests.e2e.master import CODE, Master, make_context
+
+# upload_context takes a gzip'd tar as raw bytes: sent as they are, as an octet stream is.
+schemathesis.serializer.alias("application/gzip", "application/octet-stream")
+
+# Generated requests an operation, by mode. An operation with few possible requests (none
+# but its path) gets fewer: Hypothesis stops once it has made them all.
+MAX_EXAMPLES = {GenerationMode.POSITIVE: 40, GenerationMode.NEGATIVE: 15}
+# The answers' checks. Not negative_data_rejection: FastAPI's parsing is laxer than the
+# schema it writes (e.g. `since=10.0` is a date-time, as a Unix time), which is no wrong
+# answer; the invalid requests must still get no 500 and a declared answer.
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+LONG_POLL_S = 0.2  # the most wait_s a request asks for
+PASSWORD = "correct horse battery staple"
+SEARCH = """
+name: schema-search
+entrypoint: python3 steps.py
+hyperparameters: {x: {type: double, minval: -1, maxval: 1}, steps: 6, ckpt_every: 3}
+searcher: {name: random, metric: val_loss, max_trials: 2, max_concurrent_trials: 2}
+max_restarts: 0
+"""
+SHORT = """
+name: schema-short
+entrypoint: python3 steps.py
+hyperparameters: {steps: 3, ckpt_every: 3}
+searcher: {name: single, metric: val_loss}
+max_restarts: 0
+"""
+LONG = """
+name: schema-long
+entrypoint: python3 steps.py
+hyperparameters: {steps: 100000, sleep: 0.2, ckpt_every: 100000}
+searcher: {name: single, metric: val_loss}
+max_restarts: 0
+"""
+PREVIEW = """
+name: schema-preview
+entrypoint: python3 steps.py
+hyperparameters: {x: {type: double, minval: 0, maxval: 1}}
+searcher: {name: adaptive_asha, metric: val_loss, max_trials: 16, max_length: {batches: 64}}
+"""
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory):
+    m = Master(tmp_path_factory.mktemp("schema") / "home", slots=4).start()
+    yield m
+    m.stop()
+
+
+@dataclass
+class Seeded:
+    """What the master holds before Schemathesis starts."""
+
+    completed: int  # a finished search of two trials: metrics, checkpoints, logs
+    archived: int  # a finished experiment, archived
+    live: int  # an experiment whose one trial runs: it takes the trial-side reports
+    victim: int  # another running one, to change, pause, activate and kill
+    trials: list[int]  # the finished search's
+    live_trial: int
+    live_run: int  # the live trial's run: its task token's, and its reports'
+    checkpoint: str  # a checkpoint of the finished search
+    context: str  # the uploaded trial code
+    user: str  # a user with a password
+    other: str  # a user without one
+    token_id: int  # an API token of `other`, to revoke
+    admin_token_id: int  # the token of the requests: never revoked
+    known: dict[str, list[Any]] = field(default_factory=dict)  # path parameters that exist
+
+
+@pytest.fixture(scope="module")
+def seeded(master: Master):
+    search = master.create(SEARCH, CODE)
+    archived = master.create(SHORT, CODE)
+    live, victim = master.create(LONG, CODE), master.create(LONG, CODE)
+    for exp in (search, archived):
+        assert master.wait(exp["id"], timeout=120)["state"] == "COMPLETED"
+    master.http.post(f"/experiments/{archived['id']}/archive").raise_for_status()
+    live_trial = live["trials"][0]["id"]
+    master.wait_for(lambda: master.trial(live_trial)["state"] == "RUNNING", what="the trial")
+    trials = [t["id"] for t in master.experiment(search["id"])["trials"]]
+    checkpoint = master.trial(trials[0])["latest_checkpoint"]
+    assert checkpoint, master.trial(trials[0])
+    for name, password in (("schema-user", PASSWORD), ("schema-other", None)):
+        made = master.http.post("/users", json={"username": name, "password": password})
+        assert made.status_code == 201, made.text
+    token = master.http.post("/tokens", json={"username": "schema-other", "name": "revoke me"})
+    assert token.status_code == 201, token.text
+    s = Seeded(
+        completed=search["id"],
+        archived=archived["id"],
+        live=live["id"],
+        victim=victim["id"],
+        trials=trials,
+        live_trial=live_trial,
+        live_run=master.trial(live_trial)["run_id"],
+        checkpoint=checkpoint,
+        context=master.upload(CODE),
+        user="schema-user",
+        other="schema-other",
+        token_id=token.json()["id"],
+        admin_token_id=master.http.get("/auth/whoami").json()["token_id"],
+    )
+    s.known = {
+        "exp_id": [s.completed, s.archived, s.live, s.victim],
+        "trial_id": [*s.trials, s.live_trial],
+        "uuid": [s.checkpoint],
+        "username": [s.user, s.other, master.username],
+        "token_id": [s.token_id],
+    }
+    yield s
+    for exp_id in (s.live, s.victim):
+        master.http.post(f"/experiments/{exp_id}/kill")
+
+
+def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
+    """A request that answers a 2xx, for each operation (its id, its Case's fields), made
+    in this order on the seeded master (the victim is paused, then activated, then killed)."""
+    live, run = {"trial_id": s.live_trial}, {"run_id": s.live_run}
+    finished, exp = {"trial_id": s.trials[0]}, {"exp_id": s.completed}
+    victim, other = {"exp_id": s.victim}, {"username": s.other}
+    report = {"group": "validation", "steps_completed": 1, "metrics": {"val_loss": 0.5}}
+    checkpoint = {**run, "uuid": "schema-checkpoint", "steps_completed": 1}
+    return [
+        ("get_health", {}),
+        ("login", {"body": {"username": s.user, "password": PASSWORD}}),
+        ("login", {"body": {"username": s.user, "password": PASSWORD, "mode": "cookie"}}),
+        ("logout", {}),
+        ("whoami", {}),
+        ("create_login_ticket", {}),
+        ("report_trial_metrics", {"path_parameters": live, "body": {**run, "reports": [report]}}),
+        ("get_trial_metrics", {"path_parameters": finished}),
+        ("report_checkpoint", {"path_parameters": live, "body": checkpoint}),
+        ("list_trial_checkpoints", {"path_parameters": finished}),
+        ("wait_for_searcher", {"path_parameters": live, "body": run}),
+        ("report_trial_progress", {"path_parameters": live, "body": {"progress": 0.5}}),
+        ("trial_heartbeat", {"path_parameters": live, "body": run}),
+        ("report_trial_run_error", {"path_parameters": live, "body": {**run, "message": "m"}}),
+        ("get_trial_signals", {"path_parameters": live}),
+        ("get_master", {}),
+        ("list_resource_pools", {}),
+        ("list_slots", {}),
+        ("upload_context", {"body": make_context(CODE), "media_type": "application/gzip"}),
+        ("create_experiment", {"body": {"config_yaml": SHORT, "context_id": s.context}}),
+        ("list_experiments", {"query": {"archived": "all"}}),
+        ("get_experiment", {"path_parameters": exp}),
+        ("get_experiment_summary", {"path_parameters": exp}),
+        ("set_experiment_resources", {"path_parameters": victim, "body": {"priority": 9}}),
+        ("pause_experiment", {"path_parameters": victim}),
+        ("activate_experiment", {"path_parameters": victim}),
+        ("kill_experiment", {"path_parameters": victim}),
+        ("unarchive_experiment", {"path_parameters": {"exp_id": s.archived}}),
+        ("archive_experiment", {"path_parameters": {"exp_id": s.archived}}),
+        ("list_experiment_trials", {"path_parameters": exp}),
+        ("get_experiment_curves", {"path_parameters": exp, "query": {"name": "val_loss"}}),
+        ("list_experiment_metric_names", {"path_parameters": exp}),
+        ("list_experiment_checkpoints", {"path_parameters": exp}),
+        ("get_experiment_logs", {"path_parameters": exp}),
+        ("list_jobs", {}),
+        ("list_trials", {}),
+        ("get_trial", {"path_parameters": finished}),
+        ("get_trial_logs", {"path_parameters": finished}),
+        ("get_checkpoint", {"path_parameters": {"uuid": s.checkpoint}}),
+        ("download_checkpoint", {"path_parameters": {"uuid": s.checkpoint}}),
+        ("preview_search", {"body": {"config_yaml": PREVIEW}}),
+        ("list_users", {}),
+        ("create_user", {"body": {"username": "schema-made"}}),
+        ("get_user", {"path_parameters": {"username": s.user}}),
+        ("change_password", {"path_parameters": other, "body": {"new_password": PASSWORD}}),
+        ("deactivate_user", {"path_parameters": other}),
+        ("activate_user", {"path_parameters": other}),
+        ("create_token", {"body": {"name": "schema"}}),
+        ("list_tokens", {"query": {"all": True}}),
+        ("revoke_token", {"path_parameters": {"token_id": s.token_id}}),
+        ("list_audit_events", {}),
+    ]
+
+
+@dataclass
+class Outcome:
+    operations: list[str]  # every operation of the schema, by label
+    statuses: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    generated: Counter = field(default_factory=Counter)  # Schemathesis's requests
+    written: list[tuple[str, int]] = field(default_factory=list)  # hand-written: status
+    # By operation: each distinct failure (its checks and status code), as first reported.
+    failures: dict[str, dict[tuple, str]] = field(default_factory=lambda: defaultdict(dict))
+
+    def answered_2xx(self) -> list[str]:
+        return [op for op in self.operations if any(200 <= c < 300 for c in self.statuses[op])]
+
+
+class Caller:
+    """Sends a case with the credentials its operation takes and checks the answer."""
+
+    def __init__(self, master: Master, s: Seeded, outcome: Outcome) -> None:
+        self.master, self.outcome = master, outcome
+        self.session = requests.Session()
+        self.task_token = "Bearer " + TaskTokens.of_home(master.home).mint(s.live_trial, s.live_run)
+
+    def authorization(self, case: schemathesis.Case) -> str:
+        if "trial-side" in (case.operation.tags or []):
+            return self.task_token
+        if case.operation.definition.raw["operationId"] == "logout":
+            # It revokes the token it carries: one of its own each time.
+            return "Bearer " + self.master.http.post("/tokens", json={}).json()["token"]
+        return self.master.http.headers["Authorization"]
+
+    def __call__(self, case: schemathesis.Case, generated: bool = True) -> None:
+        label = case.operation.label
+        self.outcome.generated[label] += generated
+        headers = {"Authorization": self.authorization(case)}
+        try:
+            response = case.call(session=self.session, headers=headers, timeout=60)
+        except requests.RequestException as exc:
+            self.outcome.failures[label].setdefault(("no answer",), repr(exc))
+            return
+        self.outcome.statuses[label][response.status_code] += 1
+        if not generated:
+            self.outcome.written.append((label, response.status_code))
+        try:
+            case.validate_response(response, checks=CHECKS)
+        except FailureGroup as exc:
+            key = (*sorted(f.code for f in exc.exceptions), response.status_code)
+            self.outcome.failures[label].setdefault(key, str(exc))
+
+
+def cases(operation, mode: GenerationMode, s: Seeded) -> st.SearchStrategy:
+    """The operation's cases; the valid ones name the seeded objects too (Hypothesis makes
+    each request once, so an operation with nothing but its path gets each object once);
+    never one that revokes the admin's token; long-polls cut short."""
+    made = operation.as_strategy(generation_mode=mode)
+    names = [p.name for p in operation.path_parameters]
+    if names and mode == GenerationMode.POSITIVE:
+        known = st.fixed_dictionaries({name: st.sampled_from(s.known[name]) for name in names})
+        made = st.one_of(made, known.flatmap(lambda p: operation.as_strategy(path_parameters=p)))
+    return made.filter(lambda case: not names_token(case, s.admin_token_id)).map(short_polls)
+
+
+def names_token(case: schemathesis.Case, token_id: int) -> bool:
+    """Whether the case's token_id reads as that id (the master takes "7.0", " 7" or "+7" as
+    7 too)."""
+    try:
+        return float(str((case.path_parameters or {}).get("token_id")).strip()) == token_id
+    except ValueError:
+        return False
+
+
+def short_polls(case: schemathesis.Case) -> schemathesis.Case:
+    wait = (case.query or {}).get("wait_s")
+    if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > LONG_POLL_S:
+        case.query["wait_s"] = LONG_POLL_S
+    return case
+
+
+def fuzz(operation, mode: GenerationMode, s: Seeded, call: Caller) -> None:
+    @hypothesis.settings(
+        max_examples=MAX_EXAMPLES[mode],
+        derandomize=True,  # the same requests every run
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],  # failures are recorded, not raised: nothing to shrink
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases(operation, mode, s))
+    def run(case: schemathesis.Case) -> None:
+        call(case)
+
+    try:
+        run()
+    except hypothesis.errors.Unsatisfiable:
+        # No request breaks the schema: nothing to break (a body of any bytes, a string path).
+        if mode == GenerationMode.POSITIVE:
+            raise
+
+
+def takes_input(operation) -> bool:
+    """Whether an operation has parameters or a body, which an invalid request can break."""
+    return bool(operation.path_parameters or operation.query or operation.body)
+
+
+@pytest.fixture(scope="module")
+def outcome(master: Master, seeded: Seeded) -> Outcome:
+    schema = schemathesis.openapi.from_url(master.url + "/openapi.json")
+    operations = {}
+    for result in schema.get_all_operations():
+        operation = result.ok()  # raises if Schemathesis cannot read an operation
+        operations[operation.definition.raw["operationId"]] = operation
+    found = Outcome(operations=[op.label for op in operations.values()])
+    call = Caller(master, seeded, found)
+    for operation_id, fields in succeeding(seeded):
+        call(operations[operation_id].Case(**fields), generated=False)
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        for operation in operations.values():
+            if mode == GenerationMode.POSITIVE or takes_input(operation):
+                fuzz(operation, mode, seeded, call)
+    return found
+
+
+def test_no_answer_is_a_server_error_or_off_the_schema(outcome: Outcome):
+    # Schemathesis made its requests: half its budget an operation at least, on average.
+    assert sum(outcome.generated.values()) >= MAX_EXAMPLES[GenerationMode.POSITIVE] / 2 * len(
+        outcome.operations
+    )
+    report = "\n\n".join(
+        f"== {op} {key}\n{text}"
+        for op, found in outcome.failures.items()
+        for key, text in found.items()
+    )
+    assert not outcome.failures, report
+
+
+def test_every_hand_written_request_succeeds(outcome: Outcome):
+    assert len(outcome.written) == len(outcome.operations) + 1  # two logins
+    assert [(op, status) for op, status in outcome.written if not 200 <= status < 300] == []
+
+
+def test_at_least_95_percent_of_the_operations_are_exercised(outcome: Outcome):
+    assert not [op for op in outcome.operations if not outcome.generated[op]]
+    answered = outcome.answered_2xx()
+    missing = sorted(set(outcome.operations) - set(answered))
+    assert len(answered) >= 0.95 * len(outcome.operations), missing
+
+
+def test_every_operation_declares_the_error_body(master: Master):
+    """The schema says what a refusal answers: the master's error body, for any 4xx (its
+    invalid requests get a 400 with it, not FastAPI's own 422 body)."""
+    schema = requests.get(master.url + "/openapi.json", timeout=30).json()
+    error = {"$ref": "#/components/schemas/ErrorResponse"}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            assert responses["4XX"]["content"]["application/json"]["schema"] == error, path
+            assert "422" not in responses, (method, path)
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
