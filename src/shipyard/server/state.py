@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from shipyard.backends.pooled import PooledBackend
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
+from shipyard.server.auth.token_cache import TokenCache
 from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.pools import Pool
@@ -35,6 +36,8 @@ class MasterState:
     started_at: datetime
     task_tokens: TaskTokens
     login_guard: LoginGuard = field(default_factory=LoginGuard)
+    # Clear it after any change that ends tokens (see auth/token_cache.py).
+    token_cache: TokenCache = field(default_factory=TokenCache)
     metric_keys: MetricKeyCache = field(default_factory=MetricKeyCache)
     _searcher_by_experiment: dict[int, SearcherOptions] = field(default_factory=dict)
 

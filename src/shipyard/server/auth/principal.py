@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import getpass
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from shipyard.common.errors import Forbidden, Unauthorized
 from shipyard.server.auth import tokens
@@ -60,7 +61,9 @@ def bearer(request: Request) -> str | None:
     return value.strip() or None
 
 
-def current_user(request: Request, m: MasterState = Depends(master)) -> Principal:
+async def current_user(request: Request, m: MasterState = Depends(master)) -> Principal:
+    """The user a request comes from. async: a token already looked up (the token cache)
+    costs no trip to the thread pool; the database is read only on a miss."""
     if not m.settings.auth:
         return Principal(username=getpass.getuser(), admin=True, service=False, via="local")
     secret = bearer(request)
@@ -80,22 +83,37 @@ def current_user(request: Request, m: MasterState = Depends(master)) -> Principa
         raise Forbidden("a task token may only make its own trial's reports")
     if kind not in ("api", "session"):
         raise Unauthorized("the token is not a Shipyard token")
+    digest = tokens.digest(secret)
+    principal: Principal | None = m.token_cache.get(digest)
+    if principal is None:
+        principal = await run_in_threadpool(_look_up, m, secret, digest)
+    if m.token_cache.due_for_touch(digest):
+        await run_in_threadpool(_touch, m, principal.token_id)
+    return principal if via == "token" else replace(principal, via=via)
+
+
+def _look_up(m: MasterState, secret: str, digest: str) -> Principal:
+    generation = m.token_cache.generation
     with m.db.read() as s:
         found = api_tokens.lookup(secret, session=s)
     if found is None:
         raise Unauthorized("the token is unknown, expired or revoked, or its user is inactive")
     token, user = found
-    if api_tokens.needs_touch(token):
-        with m.db.write() as s:
-            api_tokens.touch(token.id, session=s)
-    return Principal(
+    principal = Principal(
         username=user.username,
         admin=user.is_admin,
         service=user.is_service,
-        via=via,
+        via="token",
         user_id=user.id,
         token_id=token.id,
     )
+    m.token_cache.put(digest, principal, token.expires_at, generation)
+    return principal
+
+
+def _touch(m: MasterState, token_id: int | None) -> None:
+    with m.db.write() as s:
+        api_tokens.touch(token_id, session=s)
 
 
 def _check_csrf(request: Request) -> None:
@@ -105,7 +123,7 @@ def _check_csrf(request: Request) -> None:
         raise Forbidden(f"a write from the web UI needs its {CSRF_HEADER} header")
 
 
-def admin_user(principal: Principal = Depends(current_user)) -> Principal:
+async def admin_user(principal: Principal = Depends(current_user)) -> Principal:
     if not principal.admin:
         raise Forbidden("only a cluster admin may do this")
     return principal

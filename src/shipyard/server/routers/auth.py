@@ -72,6 +72,7 @@ def log_out(request: Request, m: MasterState = Depends(master)) -> Response:
             if found is not None:
                 api_tokens.revoke(found[0])
                 audit.record("logout", actor=found[1].username, address=address(request), session=s)
+        m.token_cache.clear()
     response = Response(status_code=204)
     response.delete_cookie(SESSION_COOKIE, path="/")
     response.delete_cookie(CSRF_COOKIE, path="/")

@@ -82,4 +82,6 @@ def revoke_token(
             session=s,
             token_id=token_id,
         )
-        return api_tokens.info(token, user)
+        revoked = api_tokens.info(token, user)
+    m.token_cache.clear()
+    return revoked

@@ -78,6 +78,7 @@ def change_password(
             address=address(request),
             session=s,
         )
+    m.token_cache.clear()
 
 
 @router.post(
@@ -123,4 +124,6 @@ def _set_active(
             address=address(request),
             session=s,
         )
-        return users.info(user)
+        answer = users.info(user)
+    m.token_cache.clear()
+    return answer

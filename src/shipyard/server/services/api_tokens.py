@@ -1,7 +1,8 @@
 """API tokens, login sessions and login tickets: made, looked up, listed, revoked.
 
-Only a token's SHA-256 is stored. A lookup reads the database on every request, so a
-revocation or a deactivation counts from the very next request."""
+Only a token's SHA-256 is stored. The master keeps what it looked up in its token cache
+(server/auth/token_cache.py); whoever ends a token here (revoke, revoke_all_of) clears that
+cache when the transaction is committed, so the change counts from the next request."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from shipyard.server.orm import utcnow
 
 SESSION_LIFETIME = timedelta(days=7)
 TICKET_LIFETIME = timedelta(minutes=2)
-LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is written at most this often
 
 
 def create(
@@ -64,12 +64,8 @@ def usable(token: orm.ApiToken, now: datetime | None = None) -> bool:
     return token.revoked_at is None and (token.expires_at is None or token.expires_at > now)
 
 
-def needs_touch(token: orm.ApiToken) -> bool:
-    return token.last_used_at is None or utcnow() - token.last_used_at > LAST_USED_EVERY
-
-
-def touch(token_id: int, *, session: Session) -> None:
-    row = session.get(orm.ApiToken, token_id)
+def touch(token_id: int | None, *, session: Session) -> None:
+    row = None if token_id is None else session.get(orm.ApiToken, token_id)
     if row is not None:
         row.last_used_at = utcnow()
 
