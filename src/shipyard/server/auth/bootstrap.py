@@ -72,7 +72,7 @@ def local_token(settings: Settings, db: Database) -> None:
             if api_tokens.lookup(kept["token"], session=s) is not None:
                 return
         user = users.ensure(name, admin=users.admins(session=s) == 0, session=s)
-        _row, secret = api_tokens.create(user, "api", name="local", lifetime=None, session=s)
+        _row, secret = api_tokens.create(user.id, "api", name="local", lifetime=None, session=s)
         audit.record("token.create", actor="-", target=f"user:{name}", session=s, name="local")
     credentials.save(url, name, secret, settings.home)
 

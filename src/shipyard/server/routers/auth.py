@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from shipyard.common import api_users
-from shipyard.common.errors import Unauthorized
+from shipyard.common.errors import NotFound, Unauthorized
 from shipyard.server.auth.principal import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -20,7 +20,7 @@ from shipyard.server.auth.principal import (
     current_user,
 )
 from shipyard.server.routers.ui import page
-from shipyard.server.services import api_tokens, audit, login, users
+from shipyard.server.services import api_tokens, audit, login
 from shipyard.server.services.api_tokens import SESSION_LIFETIME, TICKET_LIFETIME
 from shipyard.server.state import MasterState, master
 
@@ -51,9 +51,8 @@ def log_in(
             audit.record("login.failed", actor=req.username, address=where, session=s)
         raise
     with m.db.write() as s:  # a login session either way: a password change ends it
-        user = users.get(user.username, session=s)
         token, secret = api_tokens.create(
-            user, "session", name=f"login from {where}", lifetime=SESSION_LIFETIME, session=s
+            user.id, "session", name=f"login from {where}", lifetime=SESSION_LIFETIME, session=s
         )
         audit.record("login", actor=user.username, address=where, session=s, mode=req.mode)
     if req.mode == "cookie":
@@ -91,9 +90,10 @@ def create_ticket(
     request: Request, p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> api_users.LoginTicket:
     """A single-use ticket (valid 2 minutes) that logs a browser in as the caller."""
+    if p.user_id is None:  # --no-auth: the local user has no row to log in as
+        raise NotFound(f"user {p.username!r} not found")
     with m.db.write() as s:
-        user = users.get(p.username, session=s)
-        token, secret = api_tokens.create(user, "ticket", lifetime=TICKET_LIFETIME, session=s)
+        token, secret = api_tokens.create(p.user_id, "ticket", lifetime=TICKET_LIFETIME, session=s)
         audit.record("ticket.create", actor=p.username, address=address(request), session=s)
     assert token.expires_at is not None
     return api_users.LoginTicket(ticket=secret, expires_at=token.expires_at)
@@ -111,7 +111,7 @@ def login_page(
         if user is None:
             return RedirectResponse("/login?expired=1", status_code=303)
         _token, secret = api_tokens.create(
-            user, "session", name="login ticket", lifetime=SESSION_LIFETIME, session=s
+            user.id, "session", name="login ticket", lifetime=SESSION_LIFETIME, session=s
         )
         audit.record(
             "login", actor=user.username, address=address(request), session=s, mode="ticket"

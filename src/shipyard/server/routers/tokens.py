@@ -34,7 +34,9 @@ def create_token(
         user = users.get(owner, session=s)
         if not user.active:
             raise NotFound(f"user {owner!r} is deactivated")
-        token, secret = api_tokens.create(user, "api", name=req.name, lifetime=lifetime, session=s)
+        token, secret = api_tokens.create(
+            user.id, "api", name=req.name, lifetime=lifetime, session=s
+        )
         audit.record(
             "token.create",
             actor=p.username,

@@ -22,7 +22,7 @@ TICKET_LIFETIME = timedelta(minutes=2)
 
 
 def create(
-    user: orm.User,
+    user_id: int,
     kind: str,
     *,
     name: str = "",
@@ -32,7 +32,7 @@ def create(
     """A new token row and its secret (the only time the secret exists in the master)."""
     secret = tokens.mint(kind)
     row = orm.ApiToken(
-        user_id=user.id,
+        user_id=user_id,
         kind=kind,
         name=name,
         prefix=secret[: tokens.PREFIX_CHARS],
