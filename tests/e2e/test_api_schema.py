@@ -109,6 +109,8 @@ class Seeded:
     other: str  # a user without one
     token_id: int  # an API token of `other`, to revoke
     admin_token_id: int  # the token of the requests: never revoked
+    workspace: str  # a workspace with a project and a group's role binding
+    binding_id: int  # a role binding, to remove
     known: dict[str, list[Any]] = field(default_factory=dict)  # path parameters that exist
 
 
@@ -130,6 +132,19 @@ def seeded(master: Master):
         assert made.status_code == 201, made.text
     token = master.http.post("/tokens", json={"username": "schema-other", "name": "revoke me"})
     assert token.status_code == 201, token.text
+    for path, body in [
+        ("/workspaces", {"name": "schema-ws"}),
+        ("/workspaces/schema-ws/projects", {"name": "schema-project"}),
+        ("/groups", {"name": "schema-group"}),
+        ("/groups", {"name": "schema-gone"}),
+        ("/roles", {"role": "viewer", "group": "schema-group", "workspace": "schema-ws"}),
+    ]:
+        made = master.http.post(path, json=body)
+        assert made.status_code == 201, made.text
+    binding = made.json()[0]["id"]
+    for name in ("SCHEMA_SECRET", "SCHEMA_GONE"):
+        made = master.http.put(f"/workspaces/schema-ws/secrets/{name}", json={"value": "v-1234"})
+        assert made.status_code == 200, made.text
     s = Seeded(
         completed=search["id"],
         archived=archived["id"],
@@ -144,6 +159,8 @@ def seeded(master: Master):
         other="schema-other",
         token_id=token.json()["id"],
         admin_token_id=master.http.get("/auth/whoami").json()["token_id"],
+        workspace="schema-ws",
+        binding_id=binding,
     )
     s.known = {
         "exp_id": [s.completed, s.archived, s.live, s.victim],
@@ -151,6 +168,11 @@ def seeded(master: Master):
         "uuid": [s.checkpoint],
         "username": [s.user, s.other, master.username],
         "token_id": [s.token_id],
+        "workspace": [s.workspace, "Uncategorized"],
+        "project": ["schema-project", "Uncategorized"],
+        "group": ["schema-group"],
+        "binding_id": [s.binding_id],
+        "name": ["SCHEMA_SECRET", "SCHEMA_GONE"],
     }
     yield s
     for exp_id in (s.live, s.victim):
@@ -165,6 +187,10 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
     victim, other = {"exp_id": s.victim}, {"username": s.other}
     report = {"group": "validation", "steps_completed": 1, "metrics": {"val_loss": 0.5}}
     checkpoint = {**run, "uuid": "schema-checkpoint", "steps_completed": 1}
+    ws, group, user = {"workspace": s.workspace}, {"group": "schema-group"}, {"user": s.user}
+    project = {**ws, "project": "schema-project"}
+    moved = {"workspace": s.workspace, "project": "schema-project"}
+    secret = {**ws, "name": "SCHEMA_SECRET"}
     return [
         ("get_health", {}),
         ("login", {"body": {"username": s.user, "password": PASSWORD}}),
@@ -217,6 +243,28 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("list_tokens", {"query": {"all": True}}),
         ("revoke_token", {"path_parameters": {"token_id": s.token_id}}),
         ("list_audit_events", {}),
+        ("list_workspaces", {}),
+        ("create_workspace", {"body": {"name": "schema-made"}}),
+        ("get_workspace", {"path_parameters": ws}),
+        ("change_workspace", {"path_parameters": ws, "body": {"archived": False}}),
+        ("set_workspace_quotas", {"path_parameters": ws, "body": {"max_slots": 100}}),
+        ("list_projects", {"path_parameters": ws}),
+        ("create_project", {"path_parameters": ws, "body": {"name": "schema-made"}}),
+        ("get_project", {"path_parameters": project}),
+        ("change_project", {"path_parameters": project, "body": {"description": "d"}}),
+        ("move_experiment", {"path_parameters": {"exp_id": s.archived}, "body": moved}),
+        ("list_groups", {}),
+        ("create_group", {"body": {"name": "schema-made"}}),
+        ("add_group_member", {"path_parameters": {**group, "username": s.user}}),
+        ("remove_group_member", {"path_parameters": {**group, "username": s.user}}),
+        ("delete_group", {"path_parameters": {"group": "schema-gone"}}),
+        ("list_role_bindings", {}),
+        ("assign_role", {"body": {"role": "editor", **user, "workspace": s.workspace}}),
+        ("remove_role", {"path_parameters": {"binding_id": s.binding_id}}),
+        ("list_secrets", {"path_parameters": ws}),
+        ("set_secret", {"path_parameters": secret, "body": {"value": "v"}}),
+        ("delete_secret", {"path_parameters": {**ws, "name": "SCHEMA_GONE"}}),
+        ("rotate_keys", {}),
     ]
 
 

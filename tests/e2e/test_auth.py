@@ -84,6 +84,11 @@ def concrete(path: str, master, trial_id: int) -> str:
         .replace("{uuid}", "0" * 32)
         .replace("{username}", master.username)
         .replace("{token_id}", "1")
+        .replace("{workspace}", "Uncategorized")
+        .replace("{project}", "Uncategorized")
+        .replace("{group}", "g")
+        .replace("{binding_id}", "1")
+        .replace("{name}", "NAME")
     )
 
 
@@ -261,7 +266,7 @@ def test_the_web_session_needs_its_csrf_token_for_writes_and_tickets_work_once(m
     assert "HttpOnly" in session and "SameSite=lax" in session and "Secure" not in session
     browser = httpx.Client(base_url=master.url, cookies=r.cookies)
     assert browser.get("/api/v1/auth/whoami").json()["via"] == "session"
-    exp = master.create(LONG.replace("100000", "1"), CODE)
+    exp = master.create(LONG.replace("100000", "1"), CODE, owner="gina")  # hers to archive
     assert browser.post(f"/api/v1/experiments/{exp['id']}/archive").status_code == 403
     csrf = {"X-CSRF-Token": r.cookies["shipyard_csrf"]}
     master.wait(exp["id"])

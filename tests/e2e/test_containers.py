@@ -127,3 +127,31 @@ def test_a_missing_image_fails_the_trial_saying_what_to_do(container_master):
         "set environment.image.cpu (it names cuda); not restarted: it would fail the same way"
     )
     assert len(master.trial(master.experiment(no_cpu["id"])["trials"][0]["id"])["runs"]) == 1
+
+
+def test_secrets_reach_the_container_masked_and_stay_out_of_files(container_master):
+    """The masking wrapper runs in the image (shipyard is mounted there), the secret file's
+    directory is mounted, and the value goes through the engine CLI's environment, not
+    the env file beside the run's log."""
+    runtime, _, master = container_master
+    value = f"in-the-{runtime}-box/Secret+Value=0123456789"
+    made = master.http.put("/workspaces/Uncategorized/secrets/BOX_SECRET", json={"value": value})
+    assert made.status_code == 200, made.text
+    config = f"""
+name: secrets-in-a-container
+entrypoint: python3 secret_echo.py
+hyperparameters: {{env: BOX_SECRET, file: box/key.txt}}
+searcher: {{name: single, metric: val_loss}}
+environment: {{image: {IMAGE}}}
+secrets: [BOX_SECRET, {{name: BOX_SECRET, file: box/key.txt}}]
+max_restarts: 0
+"""
+    done = master.wait(master.create(config, CODE)["id"], timeout=90)
+    trial = master.trial(done["trials"][0]["id"])
+    assert trial["state"] == "COMPLETED", trial
+    logs = master.logs(trial["id"])
+    assert f"run 1: the secret has {len(value)} characters" in logs
+    assert "the secret file matches the variable: True" in logs
+    assert "marker-raw ********" in logs and "marker-split ********" in logs
+    for path in (master.home / "logs").rglob("*"):
+        assert value not in path.read_text(errors="replace"), path

@@ -68,3 +68,29 @@ def test_users_tokens_and_logins_on_postgres(postgres_url, tmp_path):
         assert actions[:4] == ["user.deactivate", "login.failed", "login", "user.create"]
     finally:
         master.stop()
+
+
+@pytest.mark.postgres
+def test_workspaces_roles_and_quotas_on_postgres(postgres_url, tmp_path):
+    """Visibility and quotas are SQL conditions: the same answers on PostgreSQL."""
+    master = Master(tmp_path / "home", db_url=postgres_url).start()
+    try:
+        for ws in ("pg-team-a", "pg-team-b"):
+            assert master.http.post("/workspaces", json={"name": ws}).status_code == 201
+        hidden = master.create(CONFIG.replace("name: on-postgres", "workspace: pg-team-b"), CODE)
+        pia = master.as_user("pg-pia")
+        for b in master.http.get("/roles", params={"workspace": "Uncategorized"}).json():
+            if b["user"] == "pg-pia":
+                assert master.http.delete(f"/roles/{b['id']}").status_code == 204
+        r = master.http.post(
+            "/roles", json={"role": "viewer", "user": "pg-pia", "workspace": "pg-team-a"}
+        )
+        assert r.status_code == 201, r.text
+        assert pia.get(f"/experiments/{hidden['id']}").status_code == 404
+        assert pia.get("/experiments", params={"archived": "all"}).json() == []
+        assert [w["name"] for w in pia.get("/workspaces").json()] == ["pg-team-a"]
+        quota = master.http.patch("/workspaces/pg-team-a/quotas", json={"max_slots": 1})
+        assert quota.status_code == 200 and quota.json()["max_slots"] == 1
+        master.wait(hidden["id"])
+    finally:
+        master.stop()

@@ -15,7 +15,14 @@ from shipyard.common import api
 from shipyard.common.config import load_config
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import experiments, metric_series, metrics, stored_curves, views
+from shipyard.server.services import (
+    experiments,
+    metric_series,
+    metrics,
+    stored_curves,
+    views,
+    workspaces,
+)
 
 
 @pytest.fixture
@@ -30,7 +37,8 @@ def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool
     """An ended experiment whose trials reported a curve and validations, as trials do."""
     keys = metrics.MetricKeyCache()
     with db.write() as s:
-        ws = experiments.workspace_id("default", session=s)
+        project = workspaces.default_project(session=s)
+        ws = project.workspace_id
         config = load_config(
             "entrypoint: python3 train.py\n"
             f"searcher: {{name: random, metric: {metric}, max_trials: 1000, "
@@ -38,7 +46,7 @@ def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool
         ).to_json_dict()
         exp = orm.Experiment(
             workspace_id=ws,
-            project="p",
+            project_id=project.id,
             name=f"{n_trials} trials",
             config=config,
             config_yaml="",
@@ -88,7 +96,9 @@ def counted(db):
 
 def list_all(db):
     with db.read() as s:
-        return experiments.list_summaries(state=None, archived=None, limit=1000, session=s)
+        return experiments.list_summaries(
+            state=None, archived=None, limit=1000, visible=None, session=s
+        )
 
 
 def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of_queries(db):

@@ -3,8 +3,12 @@ by `shipyard up` (or upgraded from an older version) has every column the code u
 
 from __future__ import annotations
 
+import uuid
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import create_engine
 
 from shipyard.server import orm
 from shipyard.server.db import Database
@@ -50,6 +54,7 @@ def test_owners_stored_before_users_existed_become_users_who_cannot_log_in(tmp_p
     from sqlalchemy import select
 
     from shipyard.server.db import MIGRATIONS
+    from shipyard.server.services import users as user_service
 
     db = Database(f"sqlite:///{tmp_path / 'old.db'}")
     cfg = Config()
@@ -70,8 +75,104 @@ def test_owners_stored_before_users_existed_become_users_who_cannot_log_in(tmp_p
             )
     db.migrate()
     with db.read() as s:
-        users = s.execute(
-            select(orm.User.username, orm.User.password_hash, orm.User.is_admin)
-        ).all()
+        users = [
+            (u.username, u.password_hash, user_service.is_admin(u, session=s))
+            for u in s.scalars(select(orm.User))
+        ]
     db.close()
     assert sorted(users) == [("ada", None, False), ("grace", None, False)]
+
+
+CONFIG = '{"entrypoint": "python3 t.py", "searcher": {"name": "single", "metric": "loss"}}'
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_db_url(request, tmp_path) -> str:
+    """A database with no table yet: a file, or a new database in the session's cluster."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.db'}"
+    server = request.getfixturevalue("postgres_url")
+    name = f"migrations_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    engine.dispose()
+    return server.rsplit("/", 1)[0] + "/" + name
+
+
+def test_workspaces_and_projects_become_objects_and_admins_become_role_bindings(empty_db_url):
+    """Migration 0010: every experiment gets its (workspace, project) row, every workspace
+    a default project; an admin becomes a cluster admin by role binding and every other
+    user an editor of each workspace, as before (nobody sees less)."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import select, text
+
+    from shipyard.server.db import MIGRATIONS
+    from shipyard.server.services import rbac, users, views
+
+    db = Database(empty_db_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0009")
+        conn.execute(
+            text("INSERT INTO workspaces (name, created_at) VALUES ('research', :at)"),
+            {"at": "2026-01-01"},
+        )
+        research = conn.execute(text("SELECT id FROM workspaces")).scalar_one()
+        for name, project in [("e1", "cifar"), ("e2", "cifar"), ("e3", "mnist")]:
+            conn.execute(
+                text(
+                    "INSERT INTO experiments (workspace_id, project, name, description, labels,"
+                    " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
+                    " progress, created_at, owner) VALUES (:ws, :project, :name, '', '[]', :config,"
+                    " '', 'COMPLETED', 1, '/c', 42, true, 1.0, :at, 'ada')"
+                ),
+                {"ws": research, "project": project, "name": name, "config": CONFIG}
+                | {"at": "2026-01-01"},
+            )
+        for name, admin in [("root", True), ("ada", False)]:
+            conn.execute(
+                text(
+                    "INSERT INTO users (username, is_admin, is_service, active, created_at)"
+                    " VALUES (:name, :admin, false, true, :at)"
+                ),
+                {"name": name, "admin": admin, "at": "2026-01-01"},
+            )
+    db.migrate()
+    with db.read() as s:
+        places = {
+            e.name: (s.get_one(orm.Project, e.project_id).name, e.workspace_id)
+            for e in s.scalars(select(orm.Experiment))
+        }
+        projects = sorted(
+            (ws, p)
+            for ws, p in s.execute(
+                select(orm.Workspace.name, orm.Project.name).join(
+                    orm.Workspace, orm.Workspace.id == orm.Project.workspace_id
+                )
+            )
+        )
+        root, ada = (users.get(n, session=s) for n in ("root", "ada"))
+        root_grants, ada_grants = (rbac.grants_of(u.id, session=s) for u in (root, ada))
+        summary = views.experiment_summaries(list(s.scalars(select(orm.Experiment))), session=s)
+    db.close()
+    assert places == {
+        "e1": ("cifar", research),
+        "e2": ("cifar", research),
+        "e3": ("mnist", research),
+    }
+    assert projects == [
+        ("Uncategorized", "Uncategorized"),
+        ("research", "Uncategorized"),
+        ("research", "cifar"),
+        ("research", "mnist"),
+    ]
+    assert root_grants.workspaces() is None  # a cluster admin sees every workspace
+    assert ada_grants.workspaces() is not None and research in ada_grants.workspaces()
+    assert {(e.workspace, e.project) for e in summary} == {
+        ("research", "cifar"),
+        ("research", "mnist"),
+    }

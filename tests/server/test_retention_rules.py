@@ -9,6 +9,7 @@ from shipyard.common.config import load_config
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
+from shipyard.server.services import workspaces
 from shipyard.server.services.checkpoints import select_for_deletion
 
 
@@ -16,12 +17,10 @@ def test_a_childs_starting_checkpoint_outlives_its_parent(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'shipyard.db'}")
     db.migrate()
     with db.write() as s:
-        ws = orm.Workspace(name="default")
-        s.add(ws)
-        s.flush()
+        project = workspaces.default_project(session=s)
         exp = orm.Experiment(
-            workspace_id=ws.id,
-            project="p",
+            workspace_id=project.workspace_id,
+            project_id=project.id,
             name="pbt",
             config=load_config(
                 "entrypoint: python3 pbt.py\nsearcher: {name: single, metric: loss}"
@@ -37,7 +36,7 @@ def test_a_childs_starting_checkpoint_outlives_its_parent(tmp_path):
         def trial(request_id: str, state: str, **fields) -> orm.Trial:
             row = orm.Trial(
                 experiment_id=exp.id,
-                workspace_id=ws.id,
+                workspace_id=project.workspace_id,
                 request_id=request_id,
                 hparams={},
                 seed=1,
@@ -55,7 +54,7 @@ def test_a_childs_starting_checkpoint_outlives_its_parent(tmp_path):
                     uuid=uuid,
                     experiment_id=exp.id,
                     trial_id=parent.id,
-                    workspace_id=ws.id,
+                    workspace_id=project.workspace_id,
                     run_id=1,
                     steps_completed=step,
                     storage_path=uuid,

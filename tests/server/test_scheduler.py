@@ -1,7 +1,14 @@
 """Slot assignment: priority first, gangs get all their slots or wait, max_slots caps."""
 
 from shipyard.backends.base import Slot
-from shipyard.server.services.scheduler import Request, Running, assign, preemptions, queue_order
+from shipyard.server.services.scheduler import (
+    Quotas,
+    Request,
+    Running,
+    assign,
+    preemptions,
+    queue_order,
+)
 
 SLOTS = [Slot(id=f"cpu{i}", kind="cpu", device="cpu", index=i) for i in range(4)]
 
@@ -161,3 +168,45 @@ def test_queue_order_explains_slots_being_given_up_and_held_back_requests():
         "waits for 2 free slots (1 free, 1 being given up by preemption)",
         "held back: trial 1 of better priority waits for slots",
     ]
+
+
+def quotas(max_slots=None, max_trials=None, slots=0, trials=0) -> Quotas:
+    """Workspace 7 ("team") with these limits, holding these slots and trials now."""
+    found = Quotas(limits={7: (max_slots, max_trials)}, names={7: "team"})
+    found.slots[7], found.trials[7] = slots, trials
+    return found
+
+
+def in_team(trial, exp=1, need=1, priority=42):
+    return Request(trial, exp, priority, need, None, 1.0, workspace_id=7)
+
+
+def test_a_workspace_quota_of_slots_holds_across_its_experiments():
+    limits = quotas(max_slots=3, slots=1)
+    placed = assign(
+        [in_team(1, exp=1), in_team(2, exp=2), in_team(3, exp=3)], SLOTS, {}, quotas=limits
+    )
+    assert len(placed) == 2 and limits.slots[7] == 3
+    # another pool's pass sees what this one placed: nothing more starts there
+    assert assign([in_team(4, exp=4)], SLOTS, {}, quotas=limits) == {}
+    # a workspace without a quota is not held back
+    assert list(assign([req(5, exp=5)], SLOTS[:1], {}, quotas=limits)) == [5]
+
+
+def test_a_workspace_quota_of_running_trials_and_its_reason_in_the_queue():
+    order = queue_order(
+        [in_team(1, exp=1, need=1), in_team(2, exp=2, need=1)], 4, {}, quotas=quotas(max_trials=1)
+    )
+    assert [reason for _, reason in order] == [
+        "starts now",
+        "its workspace 'team' is at its quota: 1 of 1 trials running",
+    ]
+    order = queue_order([in_team(1, need=2)], 4, {}, quotas=quotas(max_slots=2, slots=1))
+    assert order[0][1] == "its workspace 'team' is at its quota: 1 of 2 slots in use"
+
+
+def test_a_request_over_its_workspace_quota_preempts_nothing():
+    victims = preemptions(
+        [in_team(9, exp=3, priority=10)], [running(1, priority=50)], 0, {}, quotas(max_trials=0)
+    )
+    assert victims == []

@@ -19,7 +19,7 @@ from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.services import experiments, lifecycle
+from shipyard.server.services import lifecycle, workspaces
 from shipyard.server.services.lifecycle import TRANSITIONS, Event, ForbiddenTransition
 
 Q, S, R, P = TrialState.QUEUED, TrialState.STARTING, TrialState.RUNNING, TrialState.PAUSED
@@ -74,9 +74,10 @@ def db(tmp_path_factory):
 
 
 def add_experiment(s) -> orm.Experiment:
+    project = workspaces.default_project(session=s)
     exp = orm.Experiment(
-        workspace_id=experiments.workspace_id("default", session=s),
-        project="p",
+        workspace_id=project.workspace_id,
+        project_id=project.id,
         name="lifecycle",
         config={},
         config_yaml="",

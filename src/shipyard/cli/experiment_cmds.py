@@ -1,5 +1,5 @@
 """`shipyard experiment ...`: create, list, describe, logs, pause, activate, kill, archive,
-unarchive, wait."""
+unarchive, move, wait."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from shipyard.cli.render import (
     pareto_table,
     trials_table,
 )
-from shipyard.client import experiments
+from shipyard.client import experiments, teams
 from shipyard.client.submit import submit_experiment
 from shipyard.common.api import ExperimentDetail, ExperimentResources
 from shipyard.common.errors import InvalidRequest
@@ -74,19 +74,34 @@ def list_(
     include_archived: Annotated[
         bool, typer.Option("--all", help="Include archived experiments.")
     ] = False,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Only this workspace's experiments.")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Only this project's (with --workspace).")
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """List experiments, newest first (archived ones only with --all)."""
+    if project is not None and workspace is None:
+        raise typer.BadParameter(
+            "a project is named within a workspace: give --workspace too",
+            param_hint="'--project'",
+        )
     found = experiments.list_experiments(
         open_session(ctx),
         limit=limit,
         state=state.value if state else None,
         archived="all" if include_archived else "false",
+        workspace=workspace,
+        project=project,
     )
     if json_output:
         print_json(found)
-    elif not found and state is not None:
-        say(f"No {state.value} experiments.")
+    elif not found and (workspace is not None or state is not None):
+        where = f" in workspace {workspace}" if workspace is not None else ""
+        where += f", project {project}" if project is not None else ""
+        say(f"No {state.value + ' ' if state else ''}experiments{where}.")
     elif not found:
         say("No experiments yet; create one with `shipyard experiment create CONFIG DIR`.")
     else:
@@ -188,6 +203,20 @@ def unarchive(
     """Show an archived experiment in `list` again."""
     result = experiments.unarchive_experiment(open_session(ctx), experiment_id)
     _report(result, json_output, "no longer archived")
+
+
+@app.command()
+def move(
+    ctx: typer.Context,
+    experiment_id: ExperimentId,
+    workspace: Annotated[str, typer.Argument(help="The workspace it goes to.")],
+    project: Annotated[str, typer.Argument(help="The project of that workspace.")],
+    json_output: JsonFlag = False,
+) -> None:
+    """Move an experiment into another project, of its workspace or another one you may
+    submit to; its trials and checkpoints go with it."""
+    result = teams.move_experiment(open_session(ctx), experiment_id, workspace, project)
+    _report(result, json_output, f"in workspace {workspace}, project {project}")
 
 
 set_app = typer.Typer(no_args_is_help=True)

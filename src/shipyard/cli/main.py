@@ -18,13 +18,17 @@ from shipyard.cli import (
     checkpoint_cmds,
     config_cmds,
     experiment_cmds,
+    group_cmds,
     job_cmds,
     master_cmds,
     pool_cmds,
+    role_cmds,
     search_cmds,
+    secret_cmds,
     token_cmds,
     trial_cmds,
     user_cmds,
+    workspace_cmds,
 )
 from shipyard.cli.output import err, print_error
 from shipyard.common.errors import ShipyardError, Unauthorized
@@ -113,7 +117,13 @@ app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download ch
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
 app.add_typer(user_cmds.app, name="user", help="Log in and out; users and their passwords.")
 app.add_typer(token_cmds.app, name="token", help="API tokens for scripts, CI, service accounts.")
-app.add_typer(admin_cmds.app, name="admin", help="Cluster admins: the audit log.")
+app.add_typer(admin_cmds.app, name="admin", help="Cluster admins: the audit log, key rotation.")
+app.add_typer(workspace_cmds.app, name="workspace", help="Workspaces, their quotas and usage.")
+app.add_typer(workspace_cmds.project_app, name="project", help="Projects within workspaces.")
+app.add_typer(group_cmds.app, name="group", help="Groups of users, to give roles to.")
+app.add_typer(role_cmds.app, name="role", help="Roles of users and groups, by workspace.")
+app.add_typer(secret_cmds.app, name="secret", help="A workspace's secrets: set, list, delete.")
+admin_cmds.app.command("rotate-keys")(secret_cmds.rotate_keys)
 
 
 if __name__ == "__main__":

@@ -183,10 +183,17 @@ def slots_table(slots: list[SlotInfo]) -> Table:
             slot.kind,
             slot.device,
             slot.pool or "-",
-            "-" if slot.trial_id is None else str(slot.trial_id),
-            "-" if slot.experiment_id is None else str(slot.experiment_id),
+            _holder(slot.trial_id, slot.busy),
+            _holder(slot.experiment_id, slot.busy),
         )
     return table
+
+
+def _holder(object_id: int | None, busy: bool) -> str:
+    """A slot's trial or experiment: "busy" when it is another workspace's."""
+    if object_id is not None:
+        return str(object_id)
+    return "busy" if busy else "-"
 
 
 def checkpoints_table(checkpoints: list[CheckpointInfo]) -> Table:

@@ -35,8 +35,17 @@ def list_experiments(
     limit: int | None = None,
     state: str | None = None,
     archived: Archived = "false",
+    workspace: str | None = None,
+    project: str | None = None,
 ) -> list[ExperimentSummary]:
-    params = {"limit": limit, "state": state, "archived": archived}
+    """Newest first, of the workspaces you see; `project`: of `workspace` (give both)."""
+    params = {
+        "limit": limit,
+        "state": state,
+        "archived": archived,
+        "workspace": workspace,
+        "project": project,
+    }
     items = session.get("/experiments", params=params)
     return [ExperimentSummary.model_validate(item) for item in items]
 

@@ -66,6 +66,14 @@ class Session:
         response = self._send("PATCH", path, json=json)
         return response.json() if response.content else None
 
+    def put(self, path: str, *, json: Any = None) -> Any:
+        response = self._send("PUT", path, json=json)
+        return response.json() if response.content else None
+
+    def delete(self, path: str) -> Any:
+        response = self._send("DELETE", path)
+        return response.json() if response.content else None
+
     @contextmanager
     def stream(self, path: str) -> Iterator[httpx.Response]:
         """A streamed GET (for downloads); the body is read by the caller."""

@@ -40,7 +40,8 @@ class SlotInfo(BaseModel):
     kind: str  # "cpu" or "gpu"
     device: str  # GPU name/uuid, or "cpu"
     pool: str | None = None  # its resource pool (None: in no pool, unused)
-    trial_id: int | None = None
+    busy: bool = False  # held by a trial
+    trial_id: int | None = None  # None when free, or held by another workspace's trial
     experiment_id: int | None = None
 
 

@@ -6,6 +6,7 @@ master appends this message to the run's exit reason (``trial describe``).
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -50,8 +51,23 @@ def send_run_error(
     """POST the message to the master; a failure is noted on stderr (its line starting with
     ``who``) and otherwise ignored, so it never hides the exception it describes.
     ``append``: keep what the run already reported (a gang launcher naming the failed rank)."""
+    message = _masked(message)
     body = {"run_id": run_id, "message": message, **({"append": True} if append else {})}
     try:
         http.request("POST", f"/api/v1/trials/{trial_id}/run-error", body, timeout_s=TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         print(f"{who}could not tell the master why this run failed: {exc}", file=sys.stderr)
+
+
+def _masked(message: str) -> str:
+    """The message with the run's secret values masked, as its output is (an exception may
+    quote a token, e.g. in a URL). Only a run given secrets pays for the import."""
+    if not (os.environ.get("SHIPYARD_MASK_ENV") or os.environ.get("SHIPYARD_SECRETS_DIR")):
+        return message
+    from shipyard.common.masking import Masker, values_from_env
+
+    try:
+        masker = Masker(values_from_env(os.environ))
+    except (OSError, ValueError):  # a secret file gone: say nothing rather than leak
+        return "the run failed (its message is not sent: its secrets could not be read)"
+    return masker.mask(message.encode(errors="replace")).decode(errors="replace")

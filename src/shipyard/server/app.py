@@ -34,15 +34,19 @@ from shipyard.server.routers import (
     checkpoints,
     contexts,
     experiments,
+    groups,
     health,
     jobs,
     master,
+    roles,
     searcher,
+    secrets,
     tokens,
     trial_side,
     trials,
     ui,
     users,
+    workspaces,
 )
 from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
@@ -120,7 +124,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, prefix="/api/v1", responses=ERRORS)
     # Everything else needs a user (auth.py's whoami and tickets ask on their own).
     signed_in = [Depends(current_user)]
-    for module in (master, contexts, experiments, jobs, trials, checkpoints, searcher):
+    for module in (
+        master,
+        contexts,
+        experiments,
+        jobs,
+        trials,
+        checkpoints,
+        searcher,
+        workspaces,
+        groups,
+        roles,
+        secrets,
+    ):
         app.include_router(
             module.router, prefix="/api/v1", dependencies=signed_in, responses=ERRORS
         )

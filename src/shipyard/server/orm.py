@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -50,9 +51,28 @@ class Base(DeclarativeBase):
 
 
 class Workspace(Base):
+    """A team's space (migration 0010 made it an object): its projects, experiments,
+    secrets and role bindings, and its quotas (None: no limit)."""
+
     __tablename__ = "workspaces"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    max_slots: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    max_trials: Mapped[int | None] = mapped_column(Integer, nullable=True)  # running at once
+
+
+class Project(Base):
+    """A group of experiments inside a workspace (migration 0010)."""
+
+    __tablename__ = "projects"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str] = mapped_column(Text, default="")
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
@@ -69,8 +89,9 @@ class Context(Base):
 class Experiment(Base):
     __tablename__ = "experiments"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
-    project: Mapped[str] = mapped_column(String(128))
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
+    # Migration 0010: the project's row (it was the config's free text before).
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id"), index=True)
     name: Mapped[str] = mapped_column(String(256))
     description: Mapped[str] = mapped_column(Text, default="")
     labels: Mapped[list[Any]] = mapped_column(JSON, default=list)
@@ -92,8 +113,8 @@ class Experiment(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     # Migration 0006: hidden from experiment lists unless asked for (only ended ones).
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # Who submitted it: the submitter's login name, as MLflow records a run's user, until
-    # the master has users of its own; None when the client did not say.
+    # Who submitted it: the user's name (migration 0008 kept the client's login name;
+    # since migration 0009, the authenticated user's). None: stored before, unknown.
     owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
@@ -260,10 +281,11 @@ class User(Base):
     a service account): only tokens an admin creates for it work."""
 
     __tablename__ = "users"
+    # A cluster admin is a user with that role at cluster scope (RoleBinding), directly or
+    # through a group: migration 0010 turned the is_admin column into such bindings.
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     username: Mapped[str] = mapped_column(String(128), unique=True)
     password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)
-    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     is_service: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -297,3 +319,50 @@ class AuditEvent(Base):
     target: Mapped[str] = mapped_column(String(256), default="")
     address: Mapped[str] = mapped_column(String(64), default="")
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Group(Base):
+    """Users who get the same roles (migration 0010)."""
+
+    __tablename__ = "groups"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class GroupMember(Base):
+    __tablename__ = "group_members"
+    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), primary_key=True, index=True)
+
+
+class RoleBinding(Base):
+    """A role (auth.permissions.Role) given to a user or a group, in one workspace or, with
+    workspace_id None, in every workspace and over the cluster (migration 0010)."""
+
+    __tablename__ = "role_bindings"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    role: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True, index=True)
+    group_id: Mapped[int | None] = mapped_column(ForeignKey("groups.id"), nullable=True, index=True)
+    workspace_id: Mapped[int | None] = mapped_column(ForeignKey("workspaces.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Secret(Base):
+    """A workspace's secret (migration 0010), encrypted with AES-GCM under a key kept
+    outside the database (auth.secret_box); the row's identity is the associated data, so
+    a ciphertext copied to another row does not decrypt."""
+
+    __tablename__ = "secrets"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    name: Mapped[str] = mapped_column(String(128))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    key_id: Mapped[str] = mapped_column(String(32))
+    nonce: Mapped[bytes] = mapped_column(LargeBinary)
+    ciphertext: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_by: Mapped[str] = mapped_column(String(128), default="")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # HTTPS: uvicorn's certificate and key (PEM files); trials trust tls_cert.
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    # Workspace secrets' key (base64 of 32 bytes) from the operator's own secret store;
+    # unset: a keyring in $SHIPYARD_HOME/secrets.key (server/auth/secret_box.py).
+    secrets_key: SecretStr | None = None
 
     @property
     def database_url(self) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 import shipyard
 from shipyard.backends.base import Handle, TrialLaunchSpec
 from shipyard.backends.local.options import ContainersConfig
+from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV
 
 RUNTIMES = ("docker", "podman")
 PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
@@ -179,6 +180,9 @@ def mounts_for(spec: TrialLaunchSpec) -> list[Mount]:
     # Only a file that exists: docker would make a missing one a directory on the host.
     if config and os.path.isfile(config) and not _within(config, mounts):
         mounts.append(Mount(config, config, read_only=True))
+    secret_files = spec.env.get(SECRETS_DIR_ENV)  # the run's secret files, at the same path
+    if secret_files and os.path.isdir(secret_files):
+        mounts.append(Mount(secret_files, secret_files, read_only=True))
     mounts.append(Mount(shipyard_package_dir(), f"{SHIPYARD_LIB}/shipyard", read_only=True))
     ours = {m.target for m in mounts}
     for i, raw in enumerate(spec.bind_mounts):
@@ -301,13 +305,15 @@ def prepare(
         os.makedirs(base, exist_ok=True)  # podman refuses to mount a missing path
     env = container_env(spec)
     # An env file holds one line a variable: a value with a newline goes through the CLI's
-    # environment instead (`--env NAME`), never on the command line.
-    multiline = {k: v for k, v in env.items() if "\n" in v or "\r" in v}
+    # environment instead (`--env NAME`), never on the command line; so do secrets, which
+    # are kept out of files.
+    secret_names = set(env.get(MASK_ENV, "").split(","))
+    via_cli = {k: v for k, v in env.items() if "\n" in v or "\r" in v or k in secret_names}
     env_file = Path(f"{exit_file}.env")
     env_file.unlink(missing_ok=True)  # a new file gets mode 0600, an old one keeps its own
     fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.writelines(f"{k}={v}\n" for k, v in env.items() if k not in multiline)
+        f.writelines(f"{k}={v}\n" for k, v in env.items() if k not in via_cli)
     name = container_name(spec)
     argv = run_argv(
         runtime,
@@ -316,7 +322,7 @@ def prepare(
         mounts=mounts,
         image_ref=image.id,  # exactly the image recorded below, even if the tag moves
         env_file=str(env_file),
-        env_names=sorted(multiline),
+        env_names=sorted(via_cli),
         extra_args=extra_args,
     )
     environment = {"runtime": runtime.name, "image": spec.image, "image_id": image.id}
@@ -326,4 +332,4 @@ def prepare(
         "container": {"runtime": runtime.name, "name": name, "env_file": str(env_file)},
         Handle.ENVIRONMENT: environment,
     }
-    return ContainerLaunch(argv=argv, cli_env={**runtime.env, **multiline}, data=data)
+    return ContainerLaunch(argv=argv, cli_env={**runtime.env, **via_cli}, data=data)

@@ -16,6 +16,7 @@ from shipyard.common.config.ignored import IGNORED_DEFAULTS, check_ignored
 from shipyard.common.config.loader import Positions
 from shipyard.common.config.resources import ResourcesConfig
 from shipyard.common.config.searcher import GridSearcher, SearcherConfig
+from shipyard.common.config.secrets import Secrets
 
 
 def _entrypoint_form(value: Any) -> Any:
@@ -64,6 +65,8 @@ class ExperimentConfig(StrictModel):
     data: dict[str, Any] = Field(default_factory=dict)
     reproducibility: Reproducibility = Field(default_factory=Reproducibility)
     records_per_epoch: int | None = Field(default=None, ge=0)
+    # Shipyard's own: the workspace's secrets each run gets (config/secrets.py).
+    secrets: Secrets = Field(default_factory=list)
 
     # Determined fields Shipyard does not act on: accepted only unset or at their defaults.
     profiling: Any = None

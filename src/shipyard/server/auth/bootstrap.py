@@ -42,7 +42,7 @@ def first_admin(settings: Settings, db: Database) -> None:
         if users.admins(session=s):
             return
         user = users.ensure(name, admin=True, session=s)
-        user.is_admin = user.active = True
+        user.active = True
         password = users.one_time_password()
         user.password_hash = hash_password(password)
         audit.record("user.first_admin", actor="-", target=f"user:{name}", session=s)

@@ -17,7 +17,8 @@ from starlette.concurrency import run_in_threadpool
 
 from shipyard.common.errors import Forbidden, Unauthorized
 from shipyard.server.auth import tokens
-from shipyard.server.services import api_tokens
+from shipyard.server.auth.permissions import EVERYTHING, Action, Grants, Role
+from shipyard.server.services import api_tokens, rbac
 from shipyard.server.state import MasterState, master
 
 SESSION_COOKIE = "shipyard_session"
@@ -29,11 +30,20 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 @dataclass(frozen=True)
 class Principal:
     username: str
-    admin: bool
     service: bool
     via: str  # "token", "session", "local"
+    grants: Grants  # its roles, read with the token (a role change clears the token cache)
     user_id: int | None = None
     token_id: int | None = None
+
+    @property
+    def admin(self) -> bool:
+        return Role.CLUSTER_ADMIN in self.grants.cluster_wide
+
+    @property
+    def sees(self) -> frozenset[int] | None:
+        """The workspaces it sees (by id); None: every one."""
+        return self.grants.workspaces()
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,7 @@ async def current_user(request: Request, m: MasterState = Depends(master)) -> Pr
     """The user a request comes from. async: a token already looked up (the token cache)
     costs no trip to the thread pool; the database is read only on a miss."""
     if not m.settings.auth:
-        return Principal(username=getpass.getuser(), admin=True, service=False, via="local")
+        return Principal(username=getpass.getuser(), service=False, via="local", grants=EVERYTHING)
     secret = bearer(request)
     via = "token"
     if secret is None:
@@ -96,17 +106,17 @@ def _look_up(m: MasterState, secret: str, digest: str) -> Principal:
     generation = m.token_cache.generation
     with m.db.read() as s:
         found = api_tokens.lookup(secret, session=s)
-    if found is None:
-        raise Unauthorized("the token is unknown, expired or revoked, or its user is inactive")
-    token, user = found
-    principal = Principal(
-        username=user.username,
-        admin=user.is_admin,
-        service=user.is_service,
-        via="token",
-        user_id=user.id,
-        token_id=token.id,
-    )
+        if found is None:
+            raise Unauthorized("the token is unknown, expired or revoked, or its user is inactive")
+        token, user = found
+        principal = Principal(
+            username=user.username,
+            service=user.is_service,
+            via="token",
+            grants=rbac.grants_of(user.id, session=s),
+            user_id=user.id,
+            token_id=token.id,
+        )
     m.token_cache.put(digest, principal, token.expires_at, generation)
     return principal
 
@@ -123,10 +133,14 @@ def _check_csrf(request: Request) -> None:
         raise Forbidden(f"a write from the web UI needs its {CSRF_HEADER} header")
 
 
-async def admin_user(principal: Principal = Depends(current_user)) -> Principal:
-    if not principal.admin:
-        raise Forbidden("only a cluster admin may do this")
-    return principal
+def needs(action: Action):
+    """A dependency: the user, who must hold `action` at cluster scope (a 403 otherwise)."""
+
+    async def check(principal: Principal = Depends(current_user)) -> Principal:
+        principal.grants.require(action)
+        return principal
+
+    return check
 
 
 async def trial_task(

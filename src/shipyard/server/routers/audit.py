@@ -7,7 +7,8 @@ from datetime import datetime
 from fastapi import APIRouter, Depends, Query
 
 from shipyard.common import api_users
-from shipyard.server.auth.principal import Principal, admin_user
+from shipyard.server.auth.permissions import Action
+from shipyard.server.auth.principal import Principal, needs
 from shipyard.server.services import audit
 from shipyard.server.state import MasterState, master
 
@@ -21,7 +22,7 @@ def list_audit_events(
     since: datetime | None = Query(None, description="only events at or after this time"),
     user: str | None = Query(None, description="events by or about this user"),
     limit: int = Query(200, ge=1, le=10_000),
-    _p: Principal = Depends(admin_user),
+    _p: Principal = Depends(needs(Action.READ_AUDIT_LOG)),
     m: MasterState = Depends(master),
 ) -> list[api_users.AuditEventInfo]:
     with m.db.read() as s:

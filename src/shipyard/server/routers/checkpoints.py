@@ -8,6 +8,7 @@ from fastapi.responses import StreamingResponse
 
 from shipyard.common import api
 from shipyard.common.errors import NotFound
+from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.services import checkpoints
 from shipyard.server.state import MasterState, master
 from shipyard.storage import CheckpointStorage
@@ -16,9 +17,11 @@ router = APIRouter(tags=["checkpoints"])
 
 
 @router.get("/checkpoints/{uuid}", operation_id="get_checkpoint", response_model=api.CheckpointInfo)
-def get_checkpoint(uuid: str, m: MasterState = Depends(master)) -> api.CheckpointInfo:
+def get_checkpoint(
+    uuid: str, p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> api.CheckpointInfo:
     with m.db.read() as s:
-        return checkpoints.info(checkpoints.get(uuid, session=s), session=s)
+        return checkpoints.info(checkpoints.get(uuid, session=s, visible=p.sees), session=s)
 
 
 @router.get(
@@ -27,10 +30,12 @@ def get_checkpoint(uuid: str, m: MasterState = Depends(master)) -> api.Checkpoin
     response_class=StreamingResponse,
     responses={200: {"content": {"application/x-tar": {}}}},
 )
-def download_checkpoint(uuid: str, m: MasterState = Depends(master)) -> StreamingResponse:
+def download_checkpoint(
+    uuid: str, p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> StreamingResponse:
     """The checkpoint's files as an uncompressed tar stream."""
     with m.db.read() as s:
-        ckpt = checkpoints.get(uuid, session=s)
+        ckpt = checkpoints.get(uuid, session=s, visible=p.sees)
         storage = checkpoints.storage_of(ckpt, session=s)
         state = ckpt.state
     if state != checkpoints.COMPLETED or not storage.is_complete(uuid):

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Depends
 
 import shipyard
 from shipyard.common import api
+from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.services import jobs
 from shipyard.server.state import MasterState, master
 
@@ -49,18 +50,26 @@ def list_pools(m: MasterState = Depends(master)) -> list[api.PoolInfo]:
 
 
 @router.get("/slots", operation_id="list_slots", response_model=list[api.SlotInfo])
-def list_slots(m: MasterState = Depends(master)) -> list[api.SlotInfo]:
+def list_slots(
+    p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> list[api.SlotInfo]:
+    """Every slot, and the trial holding it if it is one of a workspace you see."""
     with m.db.read() as s:
-        owner = jobs.slot_holders(session=s)
+        holders = jobs.slot_holders(session=s)
     pool_of = {slot.id: pool.name for pool in m.pools.values() for slot in pool.slots}
-    return [
-        api.SlotInfo(
-            id=slot.id,
-            kind=slot.kind,
-            device=slot.device,
-            pool=pool_of.get(slot.id),
-            trial_id=owner.get(slot.id, (None, None))[0],
-            experiment_id=owner.get(slot.id, (None, None))[1],
+    slots = []
+    for slot in m.backend.capacity():
+        trial_id, exp_id, ws = holders.get(slot.id, (None, None, None))
+        shown = ws is not None and (p.sees is None or ws in p.sees)
+        slots.append(
+            api.SlotInfo(
+                id=slot.id,
+                kind=slot.kind,
+                device=slot.device,
+                pool=pool_of.get(slot.id),
+                busy=ws is not None,
+                trial_id=trial_id if shown else None,
+                experiment_id=exp_id if shown else None,
+            )
         )
-        for slot in m.backend.capacity()
-    ]
+    return slots

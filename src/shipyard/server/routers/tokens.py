@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from shipyard.common import api_users
 from shipyard.common.errors import NotFound
+from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.routers.auth import address
 from shipyard.server.services import api_tokens, audit, users
@@ -27,7 +28,7 @@ def create_token(
 ) -> api_users.CreatedToken:
     """A token for you, or (cluster admins) for another user or a service account."""
     owner = req.username or p.username
-    if owner != p.username and not p.admin:
+    if owner != p.username and not p.grants.allows(Action.MANAGE_USERS):
         raise NotFound(f"user {owner!r} not found")
     lifetime = None if req.expires_in_days is None else timedelta(days=req.expires_in_days)
     with m.db.write() as s:
@@ -57,7 +58,7 @@ def list_tokens(
 ) -> list[api_users.TokenInfo]:
     """Live tokens and login sessions (never their secrets)."""
     with m.db.read() as s:
-        whose = None if all_users and p.admin else p.user_id
+        whose = None if all_users and p.grants.allows(Action.MANAGE_USERS) else p.user_id
         return [api_tokens.info(t, u) for t, u in api_tokens.list_for(whose, session=s)]
 
 
@@ -73,7 +74,7 @@ def revoke_token(
     """Stops working on the next request. Yours, or anyone's if you are a cluster admin."""
     with m.db.write() as s:
         token, user = api_tokens.get(token_id, session=s)
-        if user.username != p.username and not p.admin:
+        if user.username != p.username and not p.grants.allows(Action.MANAGE_USERS):
             raise NotFound(f"token {token_id} not found")
         api_tokens.revoke(token)
         audit.record(

@@ -4,6 +4,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from shipyard.common import api
 from shipyard.common.states import TrialState
+from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.routers.experiments import poll_logs
 from shipyard.server.routers.responses import json_response
 from shipyard.server.services import checkpoints, logs, metric_series, trial_list, trials
@@ -23,20 +24,25 @@ def list_trials(
         None, description="true: only trials that restarted at least once; false: never"
     ),
     limit: int = Query(100, ge=1, le=MAX_LISTED),
+    p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> Response:
     """Trials of every experiment (archived ones too): those that have not ended first, then
     the latest to end first. E.g. recent failures: ?state=ERRORED&limit=20."""
     with m.db.read() as s:
         return json_response(
-            trial_list.list_trials(states=state, restarted=restarted, limit=limit, session=s)
+            trial_list.list_trials(
+                states=state, restarted=restarted, limit=limit, visible=p.sees, session=s
+            )
         )
 
 
 @router.get("/trials/{trial_id}", operation_id="get_trial", response_model=api.TrialDetail)
-def get_trial(trial_id: int, m: MasterState = Depends(master)) -> api.TrialDetail:
+def get_trial(
+    trial_id: int, p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> api.TrialDetail:
     with m.db.read() as s:
-        return trials.detail(trial_id, session=s)
+        return trials.detail(trial_id, visible=p.sees, session=s)
 
 
 @router.get("/trials/{trial_id}/logs", operation_id="get_trial_logs", response_model=api.LogPage)
@@ -46,6 +52,7 @@ async def get_trial_logs(
     limit: int = Query(1000, ge=1, le=10_000),
     wait_s: float = Query(0, ge=0, le=60),
     rank: int | None = Query(None, ge=0),
+    p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> api.LogPage:
     """The trial's output, all runs; wait_s long-polls for lines after `after`. With `rank`,
@@ -54,7 +61,7 @@ async def get_trial_logs(
 
     def read() -> api.LogPage:
         with m.db.read() as s:
-            trials.get(trial_id, session=s)
+            trials.get(trial_id, session=s, visible=p.sees)
             return logs.page(
                 trial_id=trial_id,
                 experiment_id=None,
@@ -79,12 +86,13 @@ def get_trial_metrics(
     max_points: int | None = Query(
         None, ge=2, le=metric_series.MAX_POINTS, description="downsample each series to this"
     ),
+    p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> Response:
     """The trial's metric series; with max_points, each keeps its first and last points and
     the min and max of each part of its step range, at most max_points in all."""
     with m.db.read() as s:
-        trials.get(trial_id, session=s)
+        trials.get(trial_id, session=s, visible=p.sees)
         return json_response(
             metric_series.series(trial_id, group=group, name=name, max_points=max_points, session=s)
         )
@@ -95,9 +103,11 @@ def get_trial_metrics(
     operation_id="list_trial_checkpoints",
     response_model=list[api.CheckpointInfo],
 )
-def list_trial_checkpoints(trial_id: int, m: MasterState = Depends(master)) -> Response:
+def list_trial_checkpoints(
+    trial_id: int, p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> Response:
     """The trial's checkpoints by step (deleted ones left out), as the experiment's list
     gives them."""
     with m.db.read() as s:
-        trials.get(trial_id, session=s)
+        trials.get(trial_id, session=s, visible=p.sees)
         return json_response(checkpoints.list_for_trial(trial_id, session=s))

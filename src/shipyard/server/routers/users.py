@@ -6,7 +6,9 @@ from fastapi import APIRouter, Depends, Request
 
 from shipyard.common import api_users
 from shipyard.common.errors import NotFound
-from shipyard.server.auth.principal import Principal, admin_user, current_user
+from shipyard.server.auth.passwords import hash_password
+from shipyard.server.auth.permissions import Action
+from shipyard.server.auth.principal import Principal, current_user, needs
 from shipyard.server.routers.auth import address
 from shipyard.server.services import api_tokens, audit, users
 from shipyard.server.state import MasterState, master
@@ -19,7 +21,7 @@ def list_users(
     _p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> list[api_users.UserInfo]:
     with m.db.read() as s:
-        return [users.info(u) for u in users.list_all(session=s)]
+        return [users.info(u, session=s) for u in users.list_all(session=s)]
 
 
 @router.post(
@@ -28,11 +30,12 @@ def list_users(
 def create_user(
     req: api_users.CreateUserRequest,
     request: Request,
-    p: Principal = Depends(admin_user),
+    p: Principal = Depends(needs(Action.MANAGE_USERS)),
     m: MasterState = Depends(master),
 ) -> api_users.UserInfo:
+    password_hash = None if req.password is None else hash_password(req.password)
     with m.db.write() as s:
-        user = users.create(req, session=s)
+        user = users.create(req, password_hash=password_hash, session=s)
         audit.record(
             "user.create",
             actor=p.username,
@@ -42,7 +45,7 @@ def create_user(
             admin=req.admin,
             service=req.service,
         )
-        return users.info(user)
+        return users.info(user, session=s)
 
 
 @router.get("/users/{username}", operation_id="get_user", response_model=api_users.UserInfo)
@@ -50,7 +53,7 @@ def get_user(
     username: str, _p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> api_users.UserInfo:
     with m.db.read() as s:
-        return users.info(users.get(username, session=s))
+        return users.info(users.get(username, session=s), session=s)
 
 
 @router.post("/users/{username}/password", operation_id="change_password", status_code=204)
@@ -63,11 +66,14 @@ def change_password(
 ) -> None:
     """Your own (with the old password), or anyone's if you are a cluster admin."""
     own = username == p.username
-    if not own and not p.admin:
+    if not own and not p.grants.allows(Action.MANAGE_USERS):
         raise NotFound(f"user {username!r} not found")
-    with m.db.write() as s:
+    with m.db.read() as s:
         user = users.get(username, session=s)
-        users.change_password(user, req, by_admin=not own, session=s)
+    new_hash = users.new_password_hash(user, req, by_admin=not own)
+    with m.db.write() as s:
+        user_now = users.get(username, session=s)
+        users.set_password_hash(user_now, new_hash, checked_against=user.password_hash)
         # Logged-in browsers and CLIs log in again (but the one making the change); API
         # tokens, made for automation, stay.
         api_tokens.revoke_all_of(user.id, kinds=("session",), keep=p.token_id, session=s)
@@ -89,7 +95,7 @@ def change_password(
 def deactivate_user(
     username: str,
     request: Request,
-    p: Principal = Depends(admin_user),
+    p: Principal = Depends(needs(Action.MANAGE_USERS)),
     m: MasterState = Depends(master),
 ) -> api_users.UserInfo:
     """The user's tokens and sessions stop working at once; nothing of theirs is deleted."""
@@ -102,7 +108,7 @@ def deactivate_user(
 def activate_user(
     username: str,
     request: Request,
-    p: Principal = Depends(admin_user),
+    p: Principal = Depends(needs(Action.MANAGE_USERS)),
     m: MasterState = Depends(master),
 ) -> api_users.UserInfo:
     """The user may log in again (tokens revoked by the deactivation stay revoked)."""
@@ -124,6 +130,6 @@ def _set_active(
             address=address(request),
             session=s,
         )
-        answer = users.info(user)
+        answer = users.info(user, session=s)
     m.token_cache.clear()
     return answer

@@ -12,25 +12,25 @@ from shipyard.backends.registry import backend_class, types_with
 from shipyard.common import api
 from shipyard.common.config import ExperimentConfig, load_config, validate_context
 from shipyard.common.config.resources import ResourcesConfig
-from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound, NotSupportedYet
+from shipyard.common.errors import (
+    ConfigError,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    NotSupportedYet,
+)
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
+from shipyard.server.auth.permissions import Action, Grants
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import lifecycle, searching, views
+from shipyard.server.services import lifecycle, searching, views, workspaces
+from shipyard.server.services import secrets as workspace_secrets
 from shipyard.server.services.contexts import get_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
-
-
-def workspace_id(name: str, *, session: Session) -> int:
-    found = session.scalar(select(orm.Workspace.id).where(orm.Workspace.name == name))
-    if found is not None:
-        return found
-    ws = orm.Workspace(name=name)
-    session.add(ws)
-    session.flush()
-    return ws.id
+from shipyard.server.services.workspaces import Visible, within
 
 
 def create(
@@ -40,12 +40,16 @@ def create(
     pools: dict[str, Pool],
     default_pool: str,
     owner: str,
+    grants: Grants,
     session: Session,
 ) -> orm.Experiment:
     """Validate, record, and start the searcher: the first trials are queued in the same
     transaction, so they can launch the moment it commits. The owner is who submits it
-    (the request's own `owner` field is ignored: old clients send their login name)."""
+    (the request's own `owner` field is ignored: old clients send their login name), who
+    must be an editor of the config's workspace."""
     cfg = load_config(req.config_yaml, req.config_file)
+    project = _project_for(cfg, grants, session)
+    workspace_secrets.check_at_submit(cfg, project.workspace_id, grants, session=session)
     files: set[str] = set()
     if req.context_id is not None:
         files = set(get_context(req.context_id, session=session).files)
@@ -57,8 +61,8 @@ def create(
     if seed is None:
         seed = secrets.randbelow(2**31)
     exp = orm.Experiment(
-        workspace_id=workspace_id(cfg.workspace, session=session),
-        project=cfg.project,
+        workspace_id=project.workspace_id,
+        project_id=project.id,
         name=cfg.name,
         description=cfg.description or "",
         labels=list(cfg.labels),
@@ -76,6 +80,33 @@ def create(
     session.flush()
     searching.start(exp, cfg, session=session)
     return exp
+
+
+def _project_for(cfg: ExperimentConfig, grants: Grants, session: Session) -> orm.Project:
+    """The config's workspace and project, which must exist (an unknown one and one the
+    submitter cannot see read the same), be live, and take the submitter's experiments."""
+    try:
+        ws = workspaces.get(cfg.workspace, visible=grants.workspaces(), session=session)
+    except NotFound as exc:
+        raise _not_there("workspace", exc) from exc
+    grants.require(Action.CREATE_EXPERIMENT, ws.id, f"workspace {ws.name!r}")
+    try:
+        project = workspaces.get_project(ws, cfg.project, session=session)
+    except NotFound as exc:
+        raise _not_there("project", exc) from exc
+    for field, thing in (("workspace", ws), ("project", project)):
+        if thing.archived:
+            raise ConfigError(
+                f"the experiment's {field} is archived",
+                [{"path": field, "message": f"{field} {thing.name!r} is archived"}],
+            )
+    return project
+
+
+def _not_there(field: str, exc: NotFound) -> ConfigError:
+    return ConfigError(
+        f"the experiment's {field} does not exist", [{"path": field, "message": exc.message}]
+    )
 
 
 def _pool_for(resources: ResourcesConfig, pools: dict[str, Pool], default_pool: str) -> str:
@@ -150,25 +181,63 @@ def _check_lengths(cfg: ExperimentConfig) -> None:
         raise ConfigError("the experiment config is not valid", problems)
 
 
-def get(exp_id: int, *, session: Session) -> orm.Experiment:
-    exp = session.get(orm.Experiment, exp_id)
+def get(exp_id: int, *, session: Session, visible: Visible = None) -> orm.Experiment:
+    """visible: the workspaces the caller sees (None: all); one in another is not found."""
+    if visible is None:
+        exp = session.get(orm.Experiment, exp_id)
+    else:
+        exp = session.scalar(
+            select(orm.Experiment).where(
+                orm.Experiment.id == exp_id, within(orm.Experiment.workspace_id, visible)
+            )
+        )
     if exp is None:
         raise NotFound(f"experiment {exp_id} does not exist")
     return exp
 
 
+def require_edit(exp: orm.Experiment, grants: Grants, username: str) -> None:
+    """Editors act on their own experiments, workspace admins on every one."""
+    if grants.may_edit_experiment(exp.workspace_id, exp.owner, username):
+        return
+    if exp.owner == username:
+        raise Forbidden(
+            f"you may no longer change experiment {exp.id}: its workspace's owner changes "
+            "take an editor role there"
+        )
+    raise Forbidden(
+        f"experiment {exp.id} is {exp.owner or 'someone else'}'s: only its owner (an "
+        "editor) or an admin of its workspace may change it"
+    )
+
+
 def list_summaries(
-    *, state: str | None, archived: bool | None, limit: int, session: Session
+    *,
+    state: str | None,
+    archived: bool | None,
+    limit: int,
+    visible: Visible,
+    workspace: str | None = None,
+    project: str | None = None,
+    session: Session,
 ) -> list[api.ExperimentSummary]:
     """Newest first; archived: False hides archived experiments, True shows only those,
-    None shows both."""
+    None shows both. Only those in the workspaces the caller sees (`visible`)."""
     # Not the searcher's state nor the config's text: large, and no summary shows them.
     query = (
         select(orm.Experiment)
         .options(defer(orm.Experiment.searcher_state), defer(orm.Experiment.config_yaml))
+        .where(within(orm.Experiment.workspace_id, visible))
         .order_by(orm.Experiment.id.desc())
         .limit(limit)
     )
+    if workspace is not None:
+        ws = workspaces.get(workspace, visible=visible, session=session)
+        query = query.where(orm.Experiment.workspace_id == ws.id)
+        if project is not None:
+            query = query.where(
+                orm.Experiment.project_id == workspaces.get_project(ws, project, session=session).id
+            )
     if state:
         try:
             query = query.where(orm.Experiment.state == ExperimentState(state.upper()))
@@ -179,9 +248,9 @@ def list_summaries(
     return views.experiment_summaries(list(session.scalars(query)), session=session)
 
 
-def overview(exp_id: int, *, session: Session) -> api.ExperimentOverview:
+def overview(exp_id: int, *, visible: Visible, session: Session) -> api.ExperimentOverview:
     """The experiment's list entry and its config; its trials are neither read nor sent."""
-    exp = get(exp_id, session=session)
+    exp = get(exp_id, session=session, visible=visible)
     [summary] = views.experiment_summaries([exp], session=session)
     return api.ExperimentOverview(**dict(summary), config=exp.config)
 

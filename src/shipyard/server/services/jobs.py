@@ -3,7 +3,7 @@ the queue in the order the scheduler takes it (`shipyard job list`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -37,7 +37,26 @@ def request_for(trial: orm.Trial, exp: orm.Experiment, pool: Pool) -> scheduler.
         slots_needed=resources.slots_per_trial,
         max_slots=resources.max_slots,
         weight=resources.weight,
+        workspace_id=exp.workspace_id,
     )
+
+
+def quotas(holding: list[tuple[orm.Trial, orm.Experiment]], session: Session) -> scheduler.Quotas:
+    """The workspaces' quotas and what their trials hold now."""
+    ws = orm.Workspace
+    found = scheduler.Quotas()
+    for ws_id, name, max_slots, max_trials in session.execute(
+        select(ws.id, ws.name, ws.max_slots, ws.max_trials).where(
+            or_(ws.max_slots.is_not(None), ws.max_trials.is_not(None))
+        )
+    ):
+        found.limits[ws_id] = (max_slots, max_trials)
+        found.names[ws_id] = name
+    for trial, _exp in holding:
+        if trial.slots:
+            found.slots[trial.workspace_id] += len(trial.slots)
+            found.trials[trial.workspace_id] += 1
+    return found
 
 
 def busy_slots(*, session: Session) -> set[str]:
@@ -45,14 +64,13 @@ def busy_slots(*, session: Session) -> set[str]:
     return set(slot_holders(session=session))
 
 
-def slot_holders(*, session: Session) -> dict[str, tuple[int, int]]:
-    """slot id -> (trial id, experiment id) of the trial holding it."""
+def slot_holders(*, session: Session) -> dict[str, tuple[int, int, int]]:
+    """slot id -> (trial id, experiment id, workspace id) of the trial holding it."""
+    t = orm.Trial
     rows = session.execute(
-        select(orm.Trial.id, orm.Trial.experiment_id, orm.Trial.slots).where(
-            orm.Trial.state.in_(HOLDING)
-        )
+        select(t.id, t.experiment_id, t.workspace_id, t.slots).where(t.state.in_(HOLDING))
     ).all()
-    return {slot: (tid, eid) for tid, eid, slots in rows for slot in slots or []}
+    return {slot: (tid, eid, ws) for tid, eid, ws, slots in rows for slot in slots or []}
 
 
 def holding_with_experiments(session: Session) -> list[tuple[orm.Trial, orm.Experiment]]:
@@ -90,11 +108,18 @@ def slots_in_use(trials: list[orm.Trial]) -> dict[int, int]:
 
 
 def job_list(
-    pools: dict[str, Pool], *, session: Session, problems: Mapping[str, str | None] | None = None
+    pools: dict[str, Pool],
+    *,
+    session: Session,
+    visible: Collection[int] | None = None,
+    problems: Mapping[str, str | None] | None = None,
 ) -> list[api.JobInfo]:
     """Running trials, then queued ones in scheduling order with why each waits, pool by
-    pool. ``problems``: why a pool's engine cannot run trials now (its trials all wait)."""
+    pool. ``problems``: why a pool's engine cannot run trials now (its trials all wait).
+    The order is the one queue of every workspace; only those of `visible` (workspace
+    ids; None: all) are listed, numbered among themselves."""
     running_rows = holding_with_experiments(session)
+    limits = quotas(running_rows, session)
     rows = session.execute(
         select(orm.Trial, orm.Experiment)
         .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
@@ -125,6 +150,7 @@ def job_list(
             used,
             reserve=pool.preemption,
             freeing=sum(r.slots for r in in_pool if r.leaving),
+            quotas=limits,
         )
         problem = (problems or {}).get(pool.name)
         if problem:
@@ -153,7 +179,9 @@ def job_list(
             slots=list(t.slots or []),
             reason=reason,
         )
-        for i, (t, e, reason) in enumerate(jobs, start=1)
+        for i, (t, e, reason) in enumerate(
+            (job for job in jobs if visible is None or job[1].workspace_id in visible), start=1
+        )
     ]
 
 

@@ -5,12 +5,15 @@ experiment in submission order. A multi-slot trial gets all its slots at once or
 
 In a pool with preemption, a waiting trial of better priority takes the slots of running
 trials of worse priority, and no trial of worse priority is placed while it waits for
-them (else the slots it freed would go back to the trials it preempted)."""
+them (else the slots it freed would go back to the trials it preempted).
+
+A workspace's quotas (slots, running trials) hold across every pool: a trial that would
+go over them waits, whatever its priority, and is no reason to preempt anything."""
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from shipyard.backends.base import Slot
 
@@ -23,6 +26,43 @@ class Request:
     slots_needed: int
     max_slots: int | None  # the experiment's cap on slots in use at once
     weight: float = 1.0  # the experiment's share among equal priorities
+    workspace_id: int = 0
+
+
+@dataclass
+class Quotas:
+    """The workspaces' limits and what each holds: updated as trials are placed, so one
+    object passed to every pool's pass keeps the limits across pools."""
+
+    limits: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+    slots: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    trials: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+
+    def over(self, req: Request) -> str | None:
+        """Why the request would go over its workspace's quota, or None."""
+        max_slots, max_trials = self.limits.get(req.workspace_id, (None, None))
+        name = self.names.get(req.workspace_id, str(req.workspace_id))
+        held = self.slots[req.workspace_id]
+        if max_slots is not None and held + req.slots_needed > max_slots:
+            return f"its workspace {name!r} is at its quota: {held} of {max_slots} slots in use"
+        running = self.trials[req.workspace_id]
+        if max_trials is not None and running + 1 > max_trials:
+            return (
+                f"its workspace {name!r} is at its quota: {running} of {max_trials} trials running"
+            )
+        return None
+
+    def take(self, req: Request) -> None:
+        self.slots[req.workspace_id] += req.slots_needed
+        self.trials[req.workspace_id] += 1
+
+    def copy(self) -> Quotas:
+        return replace(
+            self,
+            slots=defaultdict(int, self.slots),
+            trials=defaultdict(int, self.trials),
+        )
 
 
 @dataclass(frozen=True)
@@ -39,6 +79,7 @@ def assign(
     in_use_by_experiment: dict[int, int],
     *,
     reserve: bool = False,
+    quotas: Quotas | None = None,
 ) -> dict[int, list[Slot]]:
     """trial id -> the slots it gets now. Each free slot goes, in turn, to the experiment
     with the best priority, then the fewest slots in use per unit of weight (so weights 1
@@ -49,8 +90,12 @@ def assign(
     used: dict[int, int] = defaultdict(int, in_use_by_experiment)
     queues = _queues(requests)
     out: dict[int, list[Slot]] = {}
+    quotas = quotas if quotas is not None else Quotas()
     held_back_above: int | None = None  # priorities worse than this wait
     while free:
+        for q in queues.values():  # over its workspace's quota: waits (its whole queue)
+            if q and quotas.over(q[0]):
+                q.clear()
         # An experiment's trials all need the same slots: only the head of its queue counts.
         heads = [
             q[0]
@@ -71,6 +116,7 @@ def assign(
             continue
         out[req.trial_id], free = free[: req.slots_needed], free[req.slots_needed :]
         used[req.experiment_id] += req.slots_needed
+        quotas.take(req)
         queues[req.experiment_id].popleft()
     return out
 
@@ -80,6 +126,7 @@ def preemptions(
     running: list[Running],
     free: int,
     in_use_by_experiment: dict[int, int],
+    quotas: Quotas | None = None,
 ) -> list[int]:
     """The running trials to preempt so that waiting requests of better priority can start.
     Walks the queue in scheduling order: a request that does not fit in the free slots
@@ -92,11 +139,12 @@ def preemptions(
     )
     victims: list[int] = []
     used: dict[int, int] = defaultdict(int, in_use_by_experiment)
+    quotas = quotas.copy() if quotas is not None else Quotas()
     queues = _queues(requests)
     while heads := [q[0] for q in queues.values() if q]:
         req = min(heads, key=lambda r: _turn(r, used))
         queues[req.experiment_id].popleft()
-        if not _within_max_slots(req, used):
+        if not _within_max_slots(req, used) or quotas.over(req):
             continue
         if req.slots_needed > available:
             worse = [r for r in candidates if r.priority > req.priority]
@@ -113,6 +161,7 @@ def preemptions(
             available += gained
         available -= req.slots_needed
         used[req.experiment_id] += req.slots_needed
+        quotas.take(req)
     return victims
 
 
@@ -123,11 +172,13 @@ def queue_order(
     *,
     reserve: bool = False,
     freeing: int = 0,
+    quotas: Quotas | None = None,
 ) -> list[tuple[Request, str]]:
     """Every request in the order the scheduler takes them, each with what happens to it
     now: it starts, or why it waits. (Later ones are ordered as if the earlier ran.)
     `reserve` and `freeing`: the pool preempts, and that many slots are being given up."""
     used: dict[int, int] = defaultdict(int, in_use_by_experiment)
+    quotas = quotas if quotas is not None else Quotas()
     queues = _queues(requests)
     out: list[tuple[Request, str]] = []
     held_back_by: Request | None = None
@@ -136,6 +187,8 @@ def queue_order(
         queues[req.experiment_id].popleft()
         if req.max_slots is not None and used[req.experiment_id] + req.slots_needed > req.max_slots:
             reason = f"its experiment holds its max_slots ({req.max_slots})"
+        elif over_quota := quotas.over(req):
+            reason = over_quota
         elif held_back_by is not None and req.priority > held_back_by.priority:
             reason = f"held back: trial {held_back_by.trial_id} of better priority waits for slots"
         elif req.slots_needed > free:
@@ -147,6 +200,7 @@ def queue_order(
         else:
             reason = "starts now"
             free -= req.slots_needed
+            quotas.take(req)
         used[req.experiment_id] += req.slots_needed
         out.append((req, reason))
     return out

@@ -13,6 +13,7 @@ from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import views
+from shipyard.server.services.workspaces import Visible, within
 
 
 def list_trials(
@@ -20,6 +21,7 @@ def list_trials(
     states: Collection[TrialState],
     restarted: bool | None,
     limit: int,
+    visible: Visible,
     session: Session,
 ) -> list[api.TrialListItem]:
     """states: any of them (empty: every state); restarted: True only trials that restarted
@@ -29,6 +31,7 @@ def list_trials(
     query = (
         select(t, orm.Experiment.name)
         .join(orm.Experiment, orm.Experiment.id == t.experiment_id)
+        .where(within(t.workspace_id, visible))
         .order_by(t.ended_at.desc().nulls_first(), t.id.desc())
         .limit(limit)
     )

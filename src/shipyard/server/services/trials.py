@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -9,19 +10,28 @@ from shipyard.common.errors import NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import experiments, logs, views
+from shipyard.server.services.workspaces import Visible, within
 
 LAST_LOG_LINES = 20  # an errored or restarted trial's detail shows its last lines of output
 
 
-def get(trial_id: int, *, session: Session) -> orm.Trial:
-    trial = session.get(orm.Trial, trial_id)
+def get(trial_id: int, *, session: Session, visible: Visible = None) -> orm.Trial:
+    """visible: the workspaces the caller sees (None: all); one in another is not found."""
+    if visible is None:
+        trial = session.get(orm.Trial, trial_id)
+    else:
+        trial = session.scalar(
+            select(orm.Trial).where(
+                orm.Trial.id == trial_id, within(orm.Trial.workspace_id, visible)
+            )
+        )
     if trial is None:
         raise NotFound(f"trial {trial_id} does not exist")
     return trial
 
 
-def detail(trial_id: int, *, session: Session) -> api.TrialDetail:
-    trial = get(trial_id, session=session)
+def detail(trial_id: int, *, visible: Visible, session: Session) -> api.TrialDetail:
+    trial = get(trial_id, session=session, visible=visible)
     exp = experiments.get(trial.experiment_id, session=session)
     found = views.trial_summaries(exp, [trial], session=session, detail=True)[0]
     assert isinstance(found, api.TrialDetail)  # detail=True builds TrialDetail

@@ -120,6 +120,18 @@ def _workspace_name(workspace_id: int, session: Session) -> str:
     return session.scalar(select(orm.Workspace.name).where(orm.Workspace.id == workspace_id)) or ""
 
 
+def _places(exps: list[orm.Experiment], session: Session) -> dict[int, tuple[str, str]]:
+    """Project id -> (workspace name, project name), for the experiments' projects."""
+    return {
+        project_id: (workspace, project)
+        for project_id, project, workspace in session.execute(
+            select(orm.Project.id, orm.Project.name, orm.Workspace.name)
+            .join(orm.Workspace, orm.Workspace.id == orm.Project.workspace_id)
+            .where(orm.Project.id.in_({e.project_id for e in exps}))
+        )
+    }
+
+
 def experiment_summary(
     exp: orm.Experiment, trials: list[api.TrialSummary], *, session: Session
 ) -> dict:
@@ -130,7 +142,7 @@ def experiment_summary(
     )
     return _summary_fields(
         exp,
-        workspace=_workspace_name(exp.workspace_id, session),
+        place=_places([exp], session)[exp.project_id],
         trial_states=dict(Counter(t.state.value for t in trials)),
         best=best,
         best_trial=best_trial,
@@ -154,20 +166,13 @@ def experiment_summaries(
     ):
         states[exp_id][state] = count
     bests = _best_validations(exps, session)
-    workspaces = {
-        ws_id: name
-        for ws_id, name in session.execute(
-            select(orm.Workspace.id, orm.Workspace.name).where(
-                orm.Workspace.id.in_({e.workspace_id for e in exps})
-            )
-        )
-    }
+    places = _places(exps, session)
     out = []
     for exp in exps:
         best, best_trial = bests.get(exp.id, (None, None))
         fields = _summary_fields(
             exp,
-            workspace=workspaces.get(exp.workspace_id, ""),
+            place=places[exp.project_id],
             trial_states=states[exp.id],
             best=best,
             best_trial=best_trial,
@@ -211,7 +216,7 @@ def _best_validations(
 def _summary_fields(
     exp: orm.Experiment,
     *,
-    workspace: str,
+    place: tuple[str, str],
     trial_states: dict[str, int],
     best: float | None,
     best_trial: int | None,
@@ -222,8 +227,8 @@ def _summary_fields(
         name=exp.name,
         description=exp.description,
         labels=exp.labels or [],
-        workspace=workspace,
-        project=exp.project,
+        workspace=place[0],
+        project=place[1],
         owner=exp.owner,
         state=exp.state,
         searcher=searcher.name,

@@ -15,6 +15,7 @@ from shipyard.server import orm
 from shipyard.server.services.contexts import unpack_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.settings import Settings
+from shipyard.server.workers.run_secrets import Injection
 
 
 def _experiment_config_file(settings: Settings, exp: orm.Experiment) -> Path:
@@ -101,12 +102,17 @@ def build_spec(
     trial: orm.Trial,
     slots: list[Slot],
     task_token: str | None = None,
+    secrets: Injection | None = None,
 ) -> TrialLaunchSpec:
     config = config_of(exp)
     image = choose_image(config.environment.image, slots)
     # A container has its image's environment, not the master's.
     env = {"PYTHONUNBUFFERED": "1"} if image else _base_env()
     env.update(config.env_vars())
+    argv = config.entrypoint_argv()
+    if secrets is not None:  # the values, and the wrapper that masks them in the output
+        env.update(secrets.env)
+        argv = secrets.wrap(argv)
     searcher = config.searcher
     max_length = full_length(config.searcher)
     env.update(
@@ -140,7 +146,7 @@ def build_spec(
     return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
-        argv=config.entrypoint_argv(),
+        argv=argv,
         env=env,
         workdir=str(_workdir(settings, exp, trial)),
         slots=slots,

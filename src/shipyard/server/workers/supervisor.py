@@ -27,6 +27,7 @@ from shipyard.server.services.signals import SignalHub
 from shipyard.server.settings import Settings
 from shipyard.server.workers import run_exit
 from shipyard.server.workers.launcher import build_spec, run_log_path
+from shipyard.server.workers.run_secrets import RunSecrets
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Supervisor:
         self.terminating: set[int] = set()
         self.ended: list[tuple[int, int]] = []  # (experiment, trial) awaiting retention
         self._last_logs = 0.0
+        self.run_secrets = RunSecrets(settings, db)
 
     # -- after a master restart ------------------------------------------------------
 
@@ -81,6 +83,8 @@ class Supervisor:
                 trial.last_heartbeat = utcnow()  # the time the master was down is not its fault
                 self.handles[trial.id] = handle
                 self.offsets[trial.id] = trial.log_offset
+                self.run_secrets.reattach(trial, session=s)
+        self.run_secrets.sweep(self.handles)  # the secret files of runs that ended meanwhile
 
     def _find(self, trial: orm.Trial) -> Handle | None:
         if trial.handle:
@@ -105,6 +109,7 @@ class Supervisor:
             holding = jobs.holding_with_experiments(s)
             busy = {slot for t, _ in holding for slot in t.slots or []}
             used = jobs.slots_in_use([t for t, _ in holding])
+            quotas = jobs.quotas(holding, s)
             rows = s.execute(
                 select(orm.Trial, orm.Experiment)
                 .join(orm.Experiment, orm.Experiment.id == orm.Trial.experiment_id)
@@ -116,7 +121,9 @@ class Supervisor:
                     continue  # nothing waits, or its engine cannot run trials now
                 requests = [jobs.request_for(t, e, pool) for t, e in pool_rows]
                 free = [slot for slot in pool.slots if slot.id not in busy]
-                placed = scheduler.assign(requests, free, used, reserve=pool.preemption)
+                placed = scheduler.assign(
+                    requests, free, used, reserve=pool.preemption, quotas=quotas
+                )
                 for trial, exp in pool_rows:
                     if trial.id in placed:
                         slot_ids = [slot.id for slot in placed[trial.id]]
@@ -130,7 +137,7 @@ class Supervisor:
                         *(jobs.running(t, e) for t, e in pool_rows if t.id in placed),
                     ]
                     free_now = len(free) - sum(len(v) for v in placed.values())
-                    victims = scheduler.preemptions(waiting, running, free_now, used)
+                    victims = scheduler.preemptions(waiting, running, free_now, used, quotas)
                     self._preempt(s, victims, why="a job of better priority needs its slots")
                     preempted += victims
         for trial_id in preempted:
@@ -173,7 +180,9 @@ class Supervisor:
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
             token = self.task_tokens.mint(trial.id, trial.run_id) if self.task_tokens else None
-            handle = self.backend.launch(build_spec(self.settings, exp, trial, slots, token))
+            secrets = self.run_secrets.prepare(trial, exp)  # checked again at every run
+            spec = build_spec(self.settings, exp, trial, slots, token, secrets)
+            handle = self.backend.launch(spec)
         except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
             # The trial's own settings (ConfigError) need no traceback, and would fail the
             # same way on every restart.
@@ -217,6 +226,7 @@ class Supervisor:
             self.backend.release(handle)
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
+        self.run_secrets.finish(trial_id)
         self.terminating.discard(trial_id)
         reason = reason or run_exit.describe(state)
         with self.db.write() as s:
@@ -311,6 +321,7 @@ class Supervisor:
             chunk, new_offset = self.backend.read_output(handle, offset, final=final)
             if not chunk:
                 return
+            chunk = self.run_secrets.mask(trial_id, chunk)  # the run's wrapper masked it too
             with self.db.write() as s:
                 logs.append(s.get_one(orm.Trial, trial_id), chunk, new_offset, session=s)
             self.offsets[trial_id] = new_offset

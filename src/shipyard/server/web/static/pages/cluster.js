@@ -20,8 +20,8 @@ function poolCard(pool) {
     pool.problem ? h("p", { class: "bad" }, pool.problem) : null);
 }
 
-function trialLink(trialId, experimentId, names) {
-  if (!trialId) return h("span", { class: "muted" }, "free");
+function trialLink(trialId, experimentId, names, busy) {
+  if (!trialId) return h("span", { class: "muted" }, busy ? "another workspace" : "free");
   return h("span", null, h("a", { href: `/trials/${trialId}` }, `trial ${trialId}`), " of ",
     h("a", { href: `/experiments/${experimentId}` }, names.get(experimentId) || `experiment ${experimentId}`));
 }
@@ -29,7 +29,7 @@ function trialLink(trialId, experimentId, names) {
 function slotsSection(slots, names) {
   if (!slots.length) return emptyState("No slots", "The master found no GPU and was given no CPU slots; start it with --slots N.");
   return simpleTable("Slots", ["Slot", "Kind", "Device", "Pool", "Held by"], slots.map((s) => [
-    h("code", null, s.id), s.kind, s.device, s.pool || h("span", { class: "muted" }, "in no pool"), trialLink(s.trial_id, s.experiment_id, names),
+    h("code", null, s.id), s.kind, s.device, s.pool || h("span", { class: "muted" }, "in no pool"), trialLink(s.trial_id, s.experiment_id, names, s.busy),
   ]), { wrap: [4] });
 }
 

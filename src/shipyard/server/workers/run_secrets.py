@@ -1,0 +1,132 @@
+"""The secrets of the supervisor's runs: opened at each launch (after checking again that
+the experiment's owner may use them), handed to the run as variables and as files in a
+private directory, masked in what the master stores of the run's output, and the files
+removed when the run ends.
+
+The run's own output is masked before it reaches the log file: its command runs under
+`python3 -m shipyard.launch.masked`, which learns the values from the variables named in
+SHIPYARD_MASK_ENV and the files under SHIPYARD_SECRETS_DIR. The master masks the lines it
+stores again, in case something reached the log another way."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Container
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from shipyard.common.errors import ShipyardError
+from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV, Masker
+from shipyard.server import orm
+from shipyard.server.db import Database
+from shipyard.server.services import secrets
+from shipyard.server.services.experiment_config import config_of
+from shipyard.server.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ROOT = "run-secrets"  # in the home: one private directory a run, while it runs
+WRAPPER = ["python3", "-m", "shipyard.launch.masked", "--"]
+
+
+@dataclass
+class Injection:
+    """What a run gets: variables (secret values, and the wrapper's two) and its command
+    behind the masking wrapper."""
+
+    env: dict[str, str] = field(default_factory=dict)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return [*WRAPPER, *argv]
+
+
+class RunSecrets:
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+        self._maskers: dict[int, Masker] = {}
+
+    @property
+    def root(self) -> Path:
+        return self.settings.home / ROOT
+
+    def prepare(self, trial: orm.Trial, exp: orm.Experiment) -> Injection | None:
+        """The run's secrets, or None when its experiment uses none. Raises
+        SecretsUnavailable (the run must not start) with what is wrong."""
+        uses = config_of(exp).secrets
+        if not uses:
+            return None
+        with self.db.write() as s:  # the keyring is read in a write transaction
+            opened = secrets.open_for_run(
+                exp, check_owner=self.settings.auth, settings=self.settings, session=s
+            )
+            secrets.record_use(opened, trial, session=s)
+        values = opened.values
+        injection = Injection()
+        env_names = []
+        files = {}
+        for use in uses:
+            if use.env is not None:
+                injection.env[use.env] = values[use.name]
+                env_names.append(use.env)
+            elif use.file is not None:
+                files[use.file] = values[use.name]
+        injection.env[MASK_ENV] = ",".join(env_names)
+        if files:
+            injection.env[SECRETS_DIR_ENV] = str(self._write_files(trial, files))
+        self._maskers[trial.id] = Masker(values.values())
+        return injection
+
+    def _write_files(self, trial: orm.Trial, files: dict[str, str]) -> Path:
+        """Each file mode 0600 in a directory (0700) of this run alone."""
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        directory = self.root / f"trial-{trial.id}-run-{trial.run_id}"
+        shutil.rmtree(directory, ignore_errors=True)  # left by a launch that failed
+        directory.mkdir(mode=0o700)
+        for relative, value in files.items():
+            path = directory / relative
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(value)
+        return directory
+
+    def reattach(self, trial: orm.Trial, *, session: Session) -> None:
+        """After a master restart: the masker of a run that is still running (in the
+        restart's write transaction). The run has its values already; a value that no
+        longer opens is masked by the run's own wrapper only."""
+        exp = session.get_one(orm.Experiment, trial.experiment_id)
+        if not config_of(exp).secrets:
+            return
+        try:
+            opened = secrets.open_for_run(
+                exp, check_owner=False, settings=self.settings, session=session
+            )
+        except ShipyardError as exc:
+            log.warning("trial %s: its secrets are not masked by the master: %s", trial.id, exc)
+            return
+        self._maskers[trial.id] = Masker(opened.values.values())
+
+    def mask(self, trial_id: int, chunk: bytes) -> bytes:
+        masker = self._maskers.get(trial_id)
+        return masker.mask(chunk) if masker else chunk
+
+    def finish(self, trial_id: int) -> None:
+        """The run ended: forget its values and remove its files."""
+        self._maskers.pop(trial_id, None)
+        for directory in self.root.glob(f"trial-{trial_id}-run-*"):
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def sweep(self, running: Container[int]) -> None:
+        """After a master restart: remove the files of runs that are not running."""
+        if not self.root.is_dir():
+            return
+        for directory in self.root.iterdir():
+            trial_id = directory.name.split("-")[1] if directory.name.startswith("trial-") else ""
+            if not (trial_id.isdigit() and int(trial_id) in running):
+                shutil.rmtree(directory, ignore_errors=True)
