@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from shipyard.client import credentials
 from tests.e2e.master import CODE, Master
-from tests.e2e.test_cli_users import Person, failed, make_user
+from tests.e2e.test_cli_users import Person, failed
 
 FORBIDDEN = "it takes one of these roles"  # an action in a workspace
 ONLY_ADMINS = "error: only a cluster admin may do this"  # one over the cluster
@@ -39,10 +41,17 @@ def login(admin, master, tmp_path_factory):
     only, as every new user is)."""
 
     def make(username: str) -> Person:
+        # Made and logged in through the API: `user create` and `user login` are
+        # test_cli_users.py's to test, and each command here costs a process start.
         password = f"{username}-pass-1"
-        make_user(admin, username, password)
+        made = master.http.post("/users", json={"username": username, "password": password})
+        assert made.status_code == 201, made.text
+        token = httpx.post(
+            f"{master.url}/api/v1/auth/login", json={"username": username, "password": password}
+        ).json()["token"]
         someone = Person(master, tmp_path_factory.mktemp(f"{username}-home"))
-        someone.login(username, password)
+        credentials.save(master.url, username, token, someone.home)
+        assert someone.kept() == {"username": username, "token": token}
         return someone
 
     return make

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from shipyard.cli.output import print_json, say
 from shipyard.client.contexts import collect_context_files
 from shipyard.client.submit import load_local_config
-from shipyard.common.config import ExperimentConfig, validate_context
+
+if TYPE_CHECKING:  # imported when a config is read (client/submit.py says why)
+    from shipyard.common.config import ExperimentConfig
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -42,6 +44,8 @@ def validate(
     """Check a config here, as the master would; print a summary or every problem found."""
     config = load_local_config(file)
     if context is not None:
+        from shipyard.common.config import validate_context
+
         validate_context(config, set(collect_context_files(context)))
     if json_output:
         print_json(config.to_json_dict())
