@@ -98,6 +98,11 @@ PERMISSIONS: dict[Role, frozenset[Action]] = {
 }
 
 
+def roles_allowed(action: Action) -> str:
+    """The roles that may do `action`, for a message: "editor, workspace_admin, ..."."""
+    return ", ".join(role.value for role in Role if action in PERMISSIONS[role])
+
+
 def markdown() -> str:
     """docs/permissions.md: the table above as a page."""
     roles = list(Role)

@@ -13,6 +13,7 @@ from shipyard.common.permissions import (
     PERMISSIONS,
     Action,
     Role,
+    roles_allowed,
 )
 
 __all__ = ["CLUSTER_ACTIONS", "EVERYTHING", "PERMISSIONS", "Action", "Grants", "Role"]
@@ -45,11 +46,10 @@ class Grants:
             return
         if action in CLUSTER_ACTIONS:
             raise Forbidden(f"only a cluster admin may do this: {DESCRIPTIONS[action]}")
-        needed = ", ".join(r.value for r in Role if action in PERMISSIONS[r])
         raise Forbidden(
             f"you may not {DESCRIPTIONS[action]}"
             + (f" ({what})" if what else "")
-            + f": it takes one of these roles: {needed}"
+            + f": it takes one of these roles: {roles_allowed(action)}"
         )
 
     def may_edit_experiment(self, workspace_id: int, owner: str | None, username: str) -> bool:

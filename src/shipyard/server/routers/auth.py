@@ -6,6 +6,7 @@ session cookie and sends the browser on to the UI."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import RedirectResponse
@@ -30,6 +31,20 @@ pages = APIRouter(include_in_schema=False)
 
 def address(request: Request) -> str:
     return request.client.host if request.client else ""
+
+
+def audited(
+    action: str, p: Principal, request: Request, *, target: str, session: Any, **detail: Any
+) -> None:
+    """Record what the caller did through this request, in its write transaction."""
+    audit.record(
+        action,
+        actor=p.username,
+        target=target,
+        address=address(request),
+        session=session,
+        **detail,
+    )
 
 
 @router.post("/auth/login", operation_id="login", response_model=api_users.LoginResult)

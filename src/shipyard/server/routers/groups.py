@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Request
 from shipyard.common import api_teams
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
-from shipyard.server.routers.auth import address
-from shipyard.server.services import audit, rbac, users
+from shipyard.server.routers.auth import audited
+from shipyard.server.services import rbac, users
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["groups"])
@@ -35,7 +35,7 @@ def create_group(
     p.grants.require(Action.MANAGE_GROUPS)
     with m.db.write() as s:
         group = rbac.create_group(req.name, session=s)
-        _audit(request, p, "group.create", req.name, s)
+        audited("group.create", p, request, target=f"group:{req.name}", session=s)
         return api_teams.GroupInfo(name=group.name, members=[], created_at=group.created_at)
 
 
@@ -50,7 +50,7 @@ def delete_group(
     p.grants.require(Action.MANAGE_GROUPS)
     with m.db.write() as s:
         rbac.delete_group(rbac.get_group(group, session=s), session=s)
-        _audit(request, p, "group.delete", group, s)
+        audited("group.delete", p, request, target=f"group:{group}", session=s)
     m.token_cache.clear()
 
 
@@ -86,16 +86,6 @@ def _change_membership(
     with m.db.write() as s:
         user = users.get(username, session=s)
         change(rbac.get_group(group, session=s), user, session=s)
-        _audit(request, p, f"group.{change.__name__}", group, s, user=username)
+        action = f"group.{change.__name__}"  # group.add_member, group.remove_member
+        audited(action, p, request, target=f"group:{group}", session=s, user=username)
     m.token_cache.clear()
-
-
-def _audit(request: Request, p: Principal, action: str, group: str, s, **detail) -> None:
-    audit.record(
-        action,
-        actor=p.username,
-        target=f"group:{group}",
-        address=address(request),
-        session=s,
-        **detail,
-    )

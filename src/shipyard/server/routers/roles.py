@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from shipyard.common import api_teams
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
-from shipyard.server.routers.auth import address
-from shipyard.server.services import audit, rbac, workspaces
+from shipyard.server.routers.auth import audited
+from shipyard.server.services import rbac, workspaces
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["roles"])
@@ -56,14 +56,8 @@ def assign_role(
     with m.db.write() as s:
         binding = rbac.resolve(req, visible=p.sees, session=s)
         _may_assign(p, binding)
-        if rbac.bind(
-            binding.role,
-            user=binding.user,
-            group=binding.group,
-            workspace=binding.workspace,
-            session=s,
-        ):
-            _audit(s, p, request, "role.assign", binding)
+        if rbac.bind(binding, session=s):
+            _audit("role.assign", p, request, binding, s)
         s.flush()
         scope = binding.workspace.id if binding.workspace else None
         answer = rbac.list_bindings(workspace_ids=[scope], session=s)
@@ -82,14 +76,8 @@ def remove_role(
     with m.db.write() as s:
         binding = rbac.by_id(binding_id, visible=p.sees, session=s)
         _may_assign(p, binding)
-        rbac.unbind(
-            binding.role,
-            user=binding.user,
-            group=binding.group,
-            workspace=binding.workspace,
-            session=s,
-        )
-        _audit(s, p, request, "role.remove", binding)
+        rbac.unbind(binding, session=s)
+        _audit("role.remove", p, request, binding, s)
     m.token_cache.clear()
 
 
@@ -101,15 +89,14 @@ def _may_assign(p: Principal, binding: rbac.Binding) -> None:
         p.grants.require(Action.ASSIGN_WORKSPACE_ROLES, ws.id, f"workspace {ws.name!r}")
 
 
-def _audit(s, p: Principal, request: Request, action: str, binding: rbac.Binding) -> None:
-    audit.record(
+def _audit(action: str, p: Principal, request: Request, binding: rbac.Binding, s) -> None:
+    user, group, ws = binding.user, binding.group, binding.workspace
+    audited(
         action,
-        actor=p.username,
-        target=f"user:{binding.user.username}"
-        if binding.user
-        else f"group:{binding.group.name if binding.group else ''}",
-        address=address(request),
+        p,
+        request,
+        target=f"user:{user.username}" if user else f"group:{group.name if group else ''}",
         session=s,
         role=binding.role.value,
-        workspace=binding.workspace.name if binding.workspace else None,
+        workspace=ws.name if ws else None,
     )

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Request
 from shipyard.common import api_teams
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
-from shipyard.server.routers.auth import address
-from shipyard.server.services import audit, secrets, workspaces
+from shipyard.server.routers.auth import address, audited
+from shipyard.server.services import secrets, workspaces
 from shipyard.server.state import MasterState, master
 
 router = APIRouter(tags=["secrets"])
@@ -49,11 +49,11 @@ def set_secret(
         ws = workspaces.get(workspace, visible=p.sees, session=s)
         p.grants.require(Action.WRITE_SECRETS, ws.id, f"workspace {ws.name!r}")
         row = secrets.set_value(ws, name, req.value, by=p.username, settings=m.settings, session=s)
-        audit.record(
+        audited(
             "secret.set",
-            actor=p.username,
+            p,
+            request,
             target=f"workspace:{ws.name}",
-            address=address(request),
             session=s,
             name=name,
             version=row.version,
@@ -76,14 +76,7 @@ def delete_secret(
         ws = workspaces.get(workspace, visible=p.sees, session=s)
         p.grants.require(Action.WRITE_SECRETS, ws.id, f"workspace {ws.name!r}")
         secrets.delete(ws, name, session=s)
-        audit.record(
-            "secret.delete",
-            actor=p.username,
-            target=f"workspace:{ws.name}",
-            address=address(request),
-            session=s,
-            name=name,
-        )
+        audited("secret.delete", p, request, target=f"workspace:{ws.name}", session=s, name=name)
 
 
 @router.post(

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from shipyard.common import api_teams
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
-from shipyard.server.routers.auth import address
-from shipyard.server.services import audit, workspaces
+from shipyard.server.routers.auth import audited
+from shipyard.server.services import workspaces
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
@@ -46,7 +46,7 @@ def create_workspace(
     p.grants.require(Action.CREATE_WORKSPACE)
     with m.db.write() as s:
         ws = workspaces.create(req.name, session=s)
-        _audit(s, p, request, "workspace.create", ws)
+        audited("workspace.create", p, request, target=f"workspace:{ws.name}", session=s)
         return workspaces.info(ws, session=s)
 
 
@@ -80,7 +80,14 @@ def change_workspace(
             workspaces.rename(ws, req.name, session=s)
         if req.archived is not None:
             workspaces.set_archived(ws, req.archived)
-        _audit(s, p, request, "workspace.change", ws, **req.model_dump(exclude_none=True))
+        audited(
+            "workspace.change",
+            p,
+            request,
+            target=f"workspace:{ws.name}",
+            session=s,
+            **req.model_dump(exclude_none=True),
+        )
         return workspaces.info(ws, session=s)
 
 
@@ -102,7 +109,14 @@ def set_workspace_quotas(
         ws = workspaces.get(workspace, visible=p.sees, session=s)
         p.grants.require(Action.SET_QUOTAS, ws.id)
         workspaces.set_quotas(ws, req, session=s)
-        _audit(s, p, request, "workspace.quotas", ws, **req.model_dump(exclude_unset=True))
+        audited(
+            "workspace.quotas",
+            p,
+            request,
+            target=f"workspace:{ws.name}",
+            session=s,
+            **req.model_dump(exclude_unset=True),
+        )
         answer = workspaces.info(ws, session=s)
     m.orchestrator.wake(Reason.EXPERIMENT)  # a raised quota may let trials start
     return answer
@@ -138,7 +152,14 @@ def create_project(
         ws = workspaces.get(workspace, visible=p.sees, session=s)
         p.grants.require(Action.CREATE_PROJECT, ws.id, f"workspace {ws.name!r}")
         project = workspaces.create_project(ws, req.name, req.description, session=s)
-        _audit(s, p, request, "project.create", ws, project=project.name)
+        audited(
+            "project.create",
+            p,
+            request,
+            target=f"workspace:{ws.name}",
+            session=s,
+            project=project.name,
+        )
         return workspaces.project_info(project, ws, 0)
 
 
@@ -178,25 +199,13 @@ def change_project(
         found = workspaces.get_project(ws, project, session=s)
         p.grants.require(Action.EDIT_PROJECT, ws.id, f"workspace {ws.name!r}")
         workspaces.change_project(found, ws, req, session=s)
-        _audit(
-            s,
+        audited(
+            "project.change",
             p,
             request,
-            "project.change",
-            ws,
+            target=f"workspace:{ws.name}",
+            session=s,
             project=project,
             **req.model_dump(exclude_none=True),
         )
         return workspaces.describe_project(found, ws, session=s)
-
-
-def _audit(s, p: Principal, request: Request, action: str, ws, **detail) -> None:
-    """`s`, `ws`: the transaction's session, the workspace's row."""
-    audit.record(
-        action,
-        actor=p.username,
-        target=f"workspace:{ws.name}",
-        address=address(request),
-        session=s,
-        **detail,
-    )

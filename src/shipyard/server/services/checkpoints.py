@@ -12,7 +12,7 @@ from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import metrics, views
 from shipyard.server.services.experiment_config import config_of
-from shipyard.server.services.workspaces import Visible, within
+from shipyard.server.services.workspaces import Visible, get_visible
 from shipyard.storage import CheckpointStorage, storage_at
 
 COMPLETED, DELETED = "COMPLETED", "DELETED"
@@ -58,14 +58,7 @@ def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) 
 
 def get(uuid: str, *, session: Session, visible: Visible = None) -> orm.Checkpoint:
     """visible: the workspaces the caller sees (None: all); one in another is not found."""
-    if visible is None:
-        ckpt = session.get(orm.Checkpoint, uuid)
-    else:
-        ckpt = session.scalar(
-            select(orm.Checkpoint).where(
-                orm.Checkpoint.uuid == uuid, within(orm.Checkpoint.workspace_id, visible)
-            )
-        )
+    ckpt = get_visible(orm.Checkpoint, uuid, visible, session)
     if ckpt is None:
         raise NotFound(f"checkpoint {uuid} does not exist")
     return ckpt

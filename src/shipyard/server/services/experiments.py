@@ -30,7 +30,7 @@ from shipyard.server.services import secrets as workspace_secrets
 from shipyard.server.services.contexts import get_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
-from shipyard.server.services.workspaces import Visible, within
+from shipyard.server.services.workspaces import Visible, get_visible, within
 
 
 def create(
@@ -183,14 +183,7 @@ def _check_lengths(cfg: ExperimentConfig) -> None:
 
 def get(exp_id: int, *, session: Session, visible: Visible = None) -> orm.Experiment:
     """visible: the workspaces the caller sees (None: all); one in another is not found."""
-    if visible is None:
-        exp = session.get(orm.Experiment, exp_id)
-    else:
-        exp = session.scalar(
-            select(orm.Experiment).where(
-                orm.Experiment.id == exp_id, within(orm.Experiment.workspace_id, visible)
-            )
-        )
+    exp = get_visible(orm.Experiment, exp_id, visible, session)
     if exp is None:
         raise NotFound(f"experiment {exp_id} does not exist")
     return exp

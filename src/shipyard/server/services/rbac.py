@@ -108,15 +108,14 @@ def list_groups(*, session: Session) -> list[api_teams.GroupInfo]:
 
 @dataclass(frozen=True)
 class Binding:
-    """A role for a user or a group, in a workspace or (None) at cluster scope."""
+    """A role for a user or a group, in a workspace or (None) at cluster scope; `id`: its
+    row, once stored."""
 
     role: Role
-    user: orm.User | None
-    group: orm.Group | None
-    workspace: orm.Workspace | None
-
-    def __str__(self) -> str:
-        return describe(self.role, self.user, self.group, self.workspace)
+    user: orm.User | None = None
+    group: orm.Group | None = None
+    workspace: orm.Workspace | None = None
+    id: int | None = None
 
 
 def resolve(req: api_teams.RoleBindingRequest, *, visible: Visible, session: Session) -> Binding:
@@ -155,48 +154,43 @@ def by_id(binding_id: int, *, visible: Visible, session: Session) -> Binding:
         user=session.get(orm.User, row.user_id) if row.user_id else None,
         group=session.get(orm.Group, row.group_id) if row.group_id else None,
         workspace=session.get(orm.Workspace, row.workspace_id) if row.workspace_id else None,
+        id=row.id,
     )
 
 
-def bind(
-    role: Role,
-    *,
-    user: orm.User | None,
-    group: orm.Group | None,
-    workspace: orm.Workspace | None,
-    session: Session,
-) -> bool:
+def bind(binding: Binding, *, session: Session) -> bool:
     """Give the role; False if it was already given."""
-    if role == Role.CLUSTER_ADMIN and workspace is not None:
+    if binding.role == Role.CLUSTER_ADMIN and binding.workspace is not None:
         raise InvalidRequest(
             "cluster_admin is bound at cluster scope only",
             [{"path": "workspace", "message": "leave it out for cluster_admin"}],
         )
-    if _find(role, user, group, workspace, session) is not None:
+    user, group, ws = binding.user, binding.group, binding.workspace
+    rb = orm.RoleBinding
+    given = session.scalar(
+        select(rb.id).where(
+            rb.role == binding.role.value,
+            rb.user_id.is_(None) if user is None else rb.user_id == user.id,
+            rb.group_id.is_(None) if group is None else rb.group_id == group.id,
+            rb.workspace_id.is_(None) if ws is None else rb.workspace_id == ws.id,
+        )
+    )
+    if given is not None:
         return False
     session.add(
-        orm.RoleBinding(
-            role=role.value,
+        rb(
+            role=binding.role.value,
             user_id=user.id if user else None,
             group_id=group.id if group else None,
-            workspace_id=workspace.id if workspace else None,
+            workspace_id=ws.id if ws else None,
         )
     )
     return True
 
 
-def unbind(
-    role: Role,
-    *,
-    user: orm.User | None,
-    group: orm.Group | None,
-    workspace: orm.Workspace | None,
-    session: Session,
-) -> None:
-    found = _find(role, user, group, workspace, session)
-    if found is None:
-        raise NotFound(f"no such role binding: {describe(role, user, group, workspace)}")
-    session.delete(found)
+def unbind(binding: Binding, *, session: Session) -> None:
+    """Take back a stored binding (from by_id)."""
+    session.delete(session.get_one(orm.RoleBinding, binding.id))
     keep_an_admin(session)
 
 
@@ -205,32 +199,6 @@ def keep_an_admin(session: Session) -> None:
     session.flush()
     if cluster_admins(session=session) == 0:
         raise Conflict("that would leave the cluster without an active cluster admin")
-
-
-def describe(
-    role: Role, user: orm.User | None, group: orm.Group | None, workspace: orm.Workspace | None
-) -> str:
-    who = f"user {user.username!r}" if user else f"group {group.name!r}" if group else "?"
-    where = f"workspace {workspace.name!r}" if workspace else "the cluster"
-    return f"{role.value} for {who} in {where}"
-
-
-def _find(
-    role: Role,
-    user: orm.User | None,
-    group: orm.Group | None,
-    workspace: orm.Workspace | None,
-    session: Session,
-) -> orm.RoleBinding | None:
-    rb = orm.RoleBinding
-    return session.scalar(
-        select(rb).where(
-            rb.role == role.value,
-            rb.user_id.is_(None) if user is None else rb.user_id == user.id,
-            rb.group_id.is_(None) if group is None else rb.group_id == group.id,
-            rb.workspace_id.is_(None) if workspace is None else rb.workspace_id == workspace.id,
-        )
-    )
 
 
 def list_bindings(

@@ -17,9 +17,10 @@ from sqlalchemy.orm import Session
 from shipyard.common import api_teams
 from shipyard.common.config import ExperimentConfig
 from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound
+from shipyard.common.permissions import roles_allowed
 from shipyard.server import orm
 from shipyard.server.auth import secret_box
-from shipyard.server.auth.permissions import PERMISSIONS, Action, Grants
+from shipyard.server.auth.permissions import Action, Grants
 from shipyard.server.auth.secret_box import Sealed, SecretBox, SecretUnreadable
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
@@ -42,6 +43,11 @@ def identity(workspace_id: int, name: str, version: int) -> bytes:
 
 def _sealed(row: orm.Secret) -> Sealed:
     return Sealed(row.key_id, row.nonce, row.ciphertext)
+
+
+def _seal(row: orm.Secret, value: str, box: SecretBox) -> None:
+    sealed = box.seal(value, identity(row.workspace_id, row.name, row.version))
+    row.key_id, row.nonce, row.ciphertext = sealed.key_id, sealed.nonce, sealed.ciphertext
 
 
 def _open(row: orm.Secret, box: SecretBox) -> str:
@@ -113,8 +119,7 @@ def set_value(
         row = orm.Secret(workspace_id=workspace.id, name=name, version=0, created_at=now)
         session.add(row)
     row.version += 1
-    sealed = box.seal(value, identity(workspace.id, name, row.version))
-    row.key_id, row.nonce, row.ciphertext = sealed.key_id, sealed.nonce, sealed.ciphertext
+    _seal(row, value, box)
     row.updated_at, row.updated_by = now, by
     session.flush()
     return row
@@ -217,13 +222,10 @@ def _check_owner(owner: str, workspace: orm.Workspace, session: Session) -> None
         who = f"its owner {owner!r} is no longer an active user" if owner else "it has no owner"
         raise SecretsUnavailable(f"the experiment's secrets are not given out: {who}")
     if not rbac.grants_of(user.id, session=session).allows(Action.USE_SECRETS, workspace.id):
-        roles = ", ".join(
-            r.value for r, actions in PERMISSIONS.items() if Action.USE_SECRETS in actions
-        )
         raise SecretsUnavailable(
             f"the experiment's secrets are not given out: its owner {owner!r} no longer "
             f"holds a role that may use the secrets of workspace {workspace.name!r} "
-            f"({roles})"
+            f"({roles_allowed(Action.USE_SECRETS)})"
         )
 
 
@@ -275,5 +277,4 @@ def _reseal(row: orm.Secret, box: SecretBox, session: Session) -> None:
             f"secret {row.name!r} of workspace {workspace.name!r} does not open ({exc.message}); "
             "nothing was re-sealed: set it again or delete it, then rotate"
         ) from None
-    sealed = box.seal(value, identity(row.workspace_id, row.name, row.version))
-    row.key_id, row.nonce, row.ciphertext = sealed.key_id, sealed.nonce, sealed.ciphertext
+    _seal(row, value, box)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -10,21 +9,14 @@ from shipyard.common.errors import NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.services import experiments, logs, views
-from shipyard.server.services.workspaces import Visible, within
+from shipyard.server.services.workspaces import Visible, get_visible
 
 LAST_LOG_LINES = 20  # an errored or restarted trial's detail shows its last lines of output
 
 
 def get(trial_id: int, *, session: Session, visible: Visible = None) -> orm.Trial:
     """visible: the workspaces the caller sees (None: all); one in another is not found."""
-    if visible is None:
-        trial = session.get(orm.Trial, trial_id)
-    else:
-        trial = session.scalar(
-            select(orm.Trial).where(
-                orm.Trial.id == trial_id, within(orm.Trial.workspace_id, visible)
-            )
-        )
+    trial = get_visible(orm.Trial, trial_id, visible, session)
     if trial is None:
         raise NotFound(f"trial {trial_id} does not exist")
     return trial

@@ -56,7 +56,7 @@ def ensure(username: str, *, admin: bool, session: Session) -> orm.User:
         session.flush()
         _first_roles(user, admin=admin, session=session)
     elif admin and not is_admin(user, session=session):
-        rbac.bind(Role.CLUSTER_ADMIN, user=user, group=None, workspace=None, session=session)
+        rbac.bind(rbac.Binding(Role.CLUSTER_ADMIN, user=user), session=session)
     return user
 
 
@@ -64,10 +64,10 @@ def _first_roles(user: orm.User, *, admin: bool, session: Session) -> None:
     """A cluster admin, or else an editor of the default workspace, the shared one every
     user starts in (as in Determined); a service account starts with no role."""
     if admin:
-        rbac.bind(Role.CLUSTER_ADMIN, user=user, group=None, workspace=None, session=session)
+        rbac.bind(rbac.Binding(Role.CLUSTER_ADMIN, user=user), session=session)
     elif not user.is_service:
         default = session.get(orm.Workspace, workspaces.default_id(session=session))
-        rbac.bind(Role.EDITOR, user=user, group=None, workspace=default, session=session)
+        rbac.bind(rbac.Binding(Role.EDITOR, user=user, workspace=default), session=session)
 
 
 def is_admin(user: orm.User, *, session: Session) -> bool:

@@ -5,8 +5,9 @@ another workspace is not found rather than forbidden, and lists leave it out in 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TypeVar
 
-from sqlalchemy import func, select, true, update
+from sqlalchemy import func, inspect, select, true, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -17,11 +18,22 @@ from shipyard.server.services.lifecycle import HOLDING
 
 DEFAULT = "Uncategorized"  # the config's default workspace and project, as in Determined
 Visible = Collection[int] | None  # workspace ids the caller sees; None: every one
+T = TypeVar("T", bound=orm.Base)
 
 
 def within(column, visible: Visible) -> ColumnElement[bool]:
     """The SQL condition that `column` (a workspace id) is one the caller sees."""
     return true() if visible is None else column.in_(list(visible))
+
+
+def get_visible(model: type[T], key: object, visible: Visible, session: Session) -> T | None:
+    """The row of `model` (a table with a workspace_id) whose primary key is `key`, if it
+    is in a workspace the caller sees: None otherwise, as for a key that does not exist."""
+    if visible is None:
+        return session.get(model, key)
+    [primary_key] = inspect(model).primary_key
+    in_sight = within(model.workspace_id, visible)  # type: ignore[attr-defined]
+    return session.scalars(select(model).where(primary_key == key, in_sight)).first()
 
 
 def get(name: str, *, visible: Visible, session: Session) -> orm.Workspace:
@@ -117,13 +129,7 @@ def usage(workspace_id: int, *, session: Session) -> tuple[int, int]:
 
 def info(ws: orm.Workspace, *, session: Session) -> api_teams.WorkspaceInfo:
     slots, trials = usage(ws.id, session=session)
-    counts = dict(
-        session.execute(
-            select(orm.Project.workspace_id, func.count())
-            .where(orm.Project.workspace_id == ws.id)
-            .group_by(orm.Project.workspace_id)
-        ).all()
-    )
+    projects = session.scalar(select(func.count()).where(orm.Project.workspace_id == ws.id))
     experiments = session.scalar(select(func.count()).where(orm.Experiment.workspace_id == ws.id))
     return api_teams.WorkspaceInfo(
         id=ws.id,
@@ -134,7 +140,7 @@ def info(ws: orm.Workspace, *, session: Session) -> api_teams.WorkspaceInfo:
         max_trials=ws.max_trials,
         slots_in_use=slots,
         trials_running=trials,
-        num_projects=counts.get(ws.id, 0),
+        num_projects=projects or 0,
         num_experiments=experiments or 0,
     )
 
