@@ -21,7 +21,7 @@ def list_users(
     _p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> list[api_users.UserInfo]:
     with m.db.read() as s:
-        return [users.info(u, session=s) for u in users.list_all(session=s)]
+        return users.infos(users.list_all(session=s), session=s)
 
 
 @router.post(

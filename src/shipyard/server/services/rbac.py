@@ -30,8 +30,8 @@ def grants_of(user_id: int, *, session: Session) -> Grants:
     return Grants({ws: frozenset(r) for ws, r in roles.items()})
 
 
-def cluster_admins(*, session: Session) -> int:
-    """Active users who are cluster admins, directly or through a group."""
+def _cluster_admin_ids():
+    """The ids of users who are cluster admins, directly or through a group (a subquery)."""
     bound = select(orm.RoleBinding).where(
         orm.RoleBinding.role == Role.CLUSTER_ADMIN, orm.RoleBinding.workspace_id.is_(None)
     )
@@ -39,11 +39,20 @@ def cluster_admins(*, session: Session) -> int:
     via_group = select(orm.GroupMember.user_id).where(
         orm.GroupMember.group_id.in_(bound.with_only_columns(orm.RoleBinding.group_id))
     )
+    return direct.union(via_group)
+
+
+def cluster_admin_ids(*, session: Session) -> set[int]:
+    """Users who are cluster admins (active or not): one query for a list of users."""
+    return set(session.scalars(_cluster_admin_ids()))
+
+
+def cluster_admins(*, session: Session) -> int:
+    """Active users who are cluster admins, directly or through a group."""
     return (
         session.scalar(
             select(func.count()).where(
-                orm.User.active.is_(True),
-                or_(orm.User.id.in_(direct), orm.User.id.in_(via_group)),
+                orm.User.active.is_(True), orm.User.id.in_(_cluster_admin_ids())
             )
         )
         or 0

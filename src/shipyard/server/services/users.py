@@ -112,9 +112,19 @@ def set_active(user: orm.User, active: bool, *, by: str, session: Session) -> No
 
 
 def info(user: orm.User, *, session: Session) -> api_users.UserInfo:
+    return infos([user], session=session)[0]
+
+
+def infos(found: list[orm.User], *, session: Session) -> list[api_users.UserInfo]:
+    """The users as the API shows them, in a fixed number of queries."""
+    admins = rbac.cluster_admin_ids(session=session)
+    return [_info(user, admin=user.id in admins) for user in found]
+
+
+def _info(user: orm.User, *, admin: bool) -> api_users.UserInfo:
     return api_users.UserInfo(
         username=user.username,
-        admin=is_admin(user, session=session),
+        admin=admin,
         service=user.is_service,
         active=user.active,
         has_password=user.password_hash is not None,
