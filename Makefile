@@ -44,7 +44,7 @@ $(SETUP_STAMP): pyproject.toml constraints.txt | openmpi
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt \
-		-e '.[dev,postgres,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
+		-e '.[dev,postgres,s3,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
 	@# Bytecode for what pip installed, on every core (pip compiles on one: twice as long on
 	@# two cores). Needed where PYTHONDONTWRITEBYTECODE is set, or each trial would compile
 	@# torch anew. A few files are not Python 3.11 (torch's py312 test helpers): pip skips
@@ -166,6 +166,7 @@ bench: setup
 	python bench/engine_overhead.py
 	python bench/ui_scale.py
 	python bench/auth_overhead.py
+	python bench/checkpoint_upload.py
 
 clean:
 	rm -rf $(SETUP_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache

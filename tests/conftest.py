@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.fixtures.ray_cluster",
     "tests.fixtures.kubernetes",
     "tests.fixtures.parallel",
+    "tests.fixtures.s3",
 ]

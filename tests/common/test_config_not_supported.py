@@ -72,7 +72,7 @@ def test_trial_api_entrypoint_explains_the_way_out():
         ("environment: {pod_spec: {kind: Pod}}\n", "environment.pod_spec"),
         ("environment: {add_capabilities: [SYS_ADMIN]}\n", "environment.add_capabilities"),
         ("checkpoint_policy: all\n", "checkpoint_policy"),
-        ("checkpoint_storage: {type: s3, bucket: ckpts}\n", "checkpoint_storage.type"),
+        ("checkpoint_storage: {type: gcs, bucket: ckpts}\n", "checkpoint_storage.type"),
         ("profiling: {enabled: true}\n", "profiling.enabled"),
         ("optimizations: {aggregation_frequency: 4}\n", "optimizations.aggregation_frequency"),
         ("debug: true\n", "debug"),

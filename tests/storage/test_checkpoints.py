@@ -4,6 +4,7 @@ Each test runs on the directory store and on the in-memory one (conftest.storage
 
 from __future__ import annotations
 
+import hashlib
 import json
 from unittest.mock import ANY
 
@@ -30,12 +31,18 @@ def test_store_finalize_restore(storage):
     with storage.restore_path("ck-1") as restored:
         assert (restored / "model.bin").read_bytes() == b"x" * 1234
         metadata = json.loads((restored / "metadata.json").read_text())
-    assert metadata == {
+    expected = {
         "epoch": 3,
         "uuid": "ck-1",
         "steps_completed": 300,
         "resources": {"model.bin": 1234, "opt/state.json": 11},
     }
+    if storage.store.local_dir("ck-1") is None:  # put, not written in place: hashed
+        expected["digests"] = {
+            "model.bin": hashlib.sha256(b"x" * 1234).hexdigest(),
+            "opt/state.json": hashlib.sha256(b'{"lr": 0.1}').hexdigest(),
+        }
+    assert metadata == expected
     assert storage.read_metadata("ck-1") == metadata
     assert storage.list_complete() == ["ck-1"]
 

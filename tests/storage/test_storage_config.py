@@ -36,12 +36,11 @@ def test_every_directory_form_resolves_to_the_storage_base(tmp_path):
 @pytest.mark.parametrize(
     "storage",
     [
-        {"type": "s3", "bucket": "b"},
         {"type": "gcs", "bucket": "b"},
         {"type": "azure", "container": "b"},
     ],
 )
-def test_cloud_storage_is_not_supported_yet(storage):
+def test_gcs_and_azure_are_not_supported_yet(storage):
     error = config_error(config_from_dict, with_storage(storage))
     assert isinstance(error, NotSupportedYet)
     assert storage["type"] in detail_at(error, "checkpoint_storage.type")["message"]
@@ -91,3 +90,54 @@ def test_a_trial_writes_into_the_directory_the_master_gives(tmp_path, monkeypatc
             (path / "w").write_text("1")
     assert (tmp_path / uuid / "w").read_text() == "1"
     assert (tmp_path / uuid / "metadata.json").is_file()
+
+
+def test_s3_storage_takes_determineds_fields():
+    storage = {
+        "type": "s3",
+        "bucket": "team-bucket",
+        "prefix": "/exp/ckpts/",
+        "endpoint_url": "https://s3.example.com",
+        "region": "eu-west-1",
+        "access_key": "AK",
+        "secret_key": "SK",
+        "save_trial_best": 2,
+    }
+    cfg = config_from_dict(with_storage(storage))
+    assert cfg.checkpoint_base_path("/default") == "s3://team-bucket/exp/ckpts"
+    assert cfg.retention().save_trial_best == 2
+    assert cfg.checkpoint_storage.spec() == {
+        "type": "s3",
+        "bucket": "team-bucket",
+        "prefix": "exp/ckpts",
+        "endpoint_url": "https://s3.example.com",
+        "region": "eu-west-1",
+        "access_key": "AK",
+        "secret_key": "SK",
+    }
+
+
+@pytest.mark.parametrize(
+    ("storage", "path"),
+    [
+        ({"type": "s3"}, "checkpoint_storage.bucket"),
+        ({"type": "s3", "bucket": "ab"}, "checkpoint_storage.bucket"),
+        (
+            {"type": "s3", "bucket": "abc", "endpoint_url": "s3.local"},
+            "checkpoint_storage.endpoint_url",
+        ),
+        ({"type": "s3", "bucket": "abc", "prefix": "a/../b"}, "checkpoint_storage.prefix"),
+        ({"type": "s3", "bucket": "abc", "access_key": "AK"}, "checkpoint_storage.secret_key"),
+    ],
+)
+def test_bad_s3_storage_names_the_field(storage, path):
+    error = config_error(config_from_dict, with_storage(storage))
+    assert type(error) is ConfigError
+    detail_at(error, path)
+
+
+def test_gcs_points_at_its_s3_interoperability():
+    error = config_error(config_from_dict, with_storage({"type": "gcs", "bucket": "b"}))
+    assert "use s3 with the provider's S3-compatible endpoint" in str(
+        detail_at(error, "checkpoint_storage.type")["message"]
+    )

@@ -19,7 +19,7 @@ from shipyard.core.info import Info, info_from_env
 from shipyard.core.preempt import LocalPreempt, MasterPreempt, PreemptContext
 from shipyard.core.searcher import LocalSearcher, MasterSearcher, SearcherContext
 from shipyard.core.train import DEFAULT_FLUSH_TIMEOUT_S, LocalTrain, TrainContext
-from shipyard.storage import CheckpointStorage, storage_at
+from shipyard.storage import CheckpointStorage, storage_at, storage_from_spec
 
 LOCAL_CHECKPOINT_DIR = "checkpoints"
 
@@ -209,21 +209,20 @@ def _worker_run_error(info: Info, rank: int, message: str) -> None:
 
 
 def _storage_from_env() -> CheckpointStorage:
-    """The master validated the experiment's checkpoint_storage and resolved it to one
-    directory: the variable carries it, ``{"type": "shared_fs", "base_path": "/abs/dir"}``."""
+    """The master validated the experiment's checkpoint_storage and resolved it: the
+    variable carries ``{"type": "shared_fs", "base_path": "/abs/dir"}`` or an s3 spec
+    (bucket, prefix, endpoint_url, region and maybe credentials)."""
     name = "SHIPYARD_CHECKPOINT_STORAGE"
     where = env_json(name)
     if where is None:
         raise InvalidRequest(f"{name} is not set: the master sets it for every trial")
-    where = where if isinstance(where, dict) else {}
-    base_path = where.get("base_path")
-    kind = where.get("type", "shared_fs")
-    if kind not in ("shared_fs", "directory") or not str(base_path or "").startswith("/"):
+    try:
+        return storage_from_spec(where if isinstance(where, dict) else {})
+    except InvalidRequest as exc:
         raise InvalidRequest(
             f'environment variable {name} must be {{"type": "shared_fs", "base_path": '
-            f'"/an/absolute/dir"}}, got {env_str(name)}'
-        )
-    return storage_at(str(base_path))
+            f'"/an/absolute/dir"}} or {{"type": "s3", "bucket": ...}} ({exc.message})'
+        ) from None
 
 
 def _local_storage(default_dir: Path) -> CheckpointStorage:

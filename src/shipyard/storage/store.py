@@ -17,6 +17,13 @@ from typing import BinaryIO
 class Store(ABC):
     """Where checkpoint files are kept. ``str(store)`` says where, for messages."""
 
+    # How many files the checkpoint layer puts at once (an object store gains from several
+    # requests in flight; a local disk does not).
+    parallel_puts = 1
+    # True when copy() runs inside the store, sending no bytes: the layer then copies a file
+    # unchanged since the previous checkpoint instead of putting it again.
+    copies_inside = False
+
     @abstractmethod
     def put(self, key: str, source: bytes | Path, *, durable: bool = True) -> None:
         """Store one file (the bytes, or a local file's content). A reader sees the whole
@@ -41,6 +48,11 @@ class Store(ABC):
     @abstractmethod
     def exists(self, key: str) -> bool:
         """True when the file ``key`` exists."""
+
+    def copy(self, source_key: str, key: str) -> None:
+        """Store at ``key`` the content of ``source_key``; FileNotFoundError when it is gone."""
+        with self.get(source_key) as source:
+            self.put(key, source.read())
 
     def local_dir(self, prefix: str) -> Path | None:
         """A directory of this machine that *is* ``prefix`` (files written there are in the

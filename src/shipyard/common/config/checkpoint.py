@@ -62,6 +62,57 @@ class DirectoryStorage(Retention):
         return self.container_path
 
 
+class S3Storage(Retention):
+    """Determined's fields. Credentials left out come from the environment (the master's
+    for retention and downloads, the trial's for writing: AWS_* variables, possibly from
+    the experiment's `secrets:`, or ~/.aws); secret_key never appears in an API answer."""
+
+    type: Literal["s3"]
+    bucket: str = Field(min_length=3, max_length=63)
+    prefix: str | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise invalid(f"must be an http:// or https:// URL, got {value!r}")
+        return value
+
+    @field_validator("prefix")
+    @classmethod
+    def _relative_prefix(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value.split("/"):
+            raise invalid(f"must not contain '..', got {value!r}")
+        return value.strip("/") if value is not None else None
+
+    @model_validator(mode="after")
+    def _keys_in_pairs(self) -> S3Storage:
+        if (self.access_key is None) != (self.secret_key is None):
+            missing = "secret_key" if self.secret_key is None else "access_key"
+            raise invalid("access_key and secret_key go together", subpath=missing)
+        return self
+
+    def base_path(self) -> str:
+        """Where it is, for messages and listings: s3://bucket/prefix."""
+        return "s3://" + "/".join(p for p in (self.bucket, self.prefix) if p)
+
+    def spec(self) -> dict[str, str]:
+        """What storage.storage_from_spec opens (credentials included)."""
+        return {
+            "type": "s3",
+            **{
+                name: value
+                for name in ("bucket", "prefix", "endpoint_url", "region")
+                + ("access_key", "secret_key")
+                if (value := getattr(self, name)) is not None
+            },
+        }
+
+
 class _CloudStorage(Retention):
     """Parsed so the error is about support, not about unknown fields; then refused."""
 
@@ -71,17 +122,9 @@ class _CloudStorage(Retention):
     def _refuse(self) -> _CloudStorage:
         raise not_supported(
             f"checkpoint storage type {self.type} is not supported yet; "  # type: ignore[attr-defined]
-            "use shared_fs or directory",
+            "use s3 with the provider's S3-compatible endpoint (endpoint_url), or shared_fs",
             subpath="type",
         )
-
-
-class S3Storage(_CloudStorage):
-    type: Literal["s3"]
-    bucket: str
-    access_key: str | None = None
-    secret_key: str | None = None
-    endpoint_url: str | None = None
 
 
 class GcsStorage(_CloudStorage):

@@ -37,9 +37,11 @@ def create_experiment(
     p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> api.ExperimentDetail:
+    cfg = experiments.load_checked(req)
     with m.db.write() as s:
         exp = experiments.create(
             req,
+            cfg,
             default_checkpoint_base=str(m.settings.home / "checkpoints"),
             pools=m.pools,
             default_pool=m.default_pool,

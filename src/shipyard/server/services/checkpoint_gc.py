@@ -10,9 +10,10 @@ from sqlalchemy import select
 
 from shipyard.server import orm
 from shipyard.server.db import Database
+from shipyard.server.services import checkpoint_storage
 from shipyard.server.services.checkpoints import DELETED, select_for_deletion
 from shipyard.server.services.lifecycle import HOLDING
-from shipyard.storage import CheckpointStorage, storage_at
+from shipyard.storage import CheckpointStorage
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,7 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     with db.read() as s:
         exp = s.get_one(orm.Experiment, experiment_id)
         doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
-        base = exp.checkpoint_base
-    storage = storage_at(base)
+        storage = checkpoint_storage.storage_of(exp)
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []

@@ -10,10 +10,10 @@ from shipyard.common import api
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import metrics, views
+from shipyard.server.services import checkpoint_storage, metrics, views
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.workspaces import Visible, get_visible
-from shipyard.storage import CheckpointStorage, storage_at
+from shipyard.storage import CheckpointStorage
 
 COMPLETED, DELETED = "COMPLETED", "DELETED"
 
@@ -48,7 +48,7 @@ def register(trial: orm.Trial, body: dict, *, base_path: str, session: Session) 
         meta=metadata,
         resources=resources,
         size=sum(resources.values()),
-        storage_path=storage_at(base_path).location(uuid),
+        storage_path=checkpoint_storage.location(base_path, uuid),
         state=COMPLETED,
     )
     session.add(ckpt)
@@ -66,7 +66,7 @@ def get(uuid: str, *, session: Session, visible: Visible = None) -> orm.Checkpoi
 
 def storage_of(ckpt: orm.Checkpoint, *, session: Session) -> CheckpointStorage:
     """The storage that holds the checkpoint's files: its experiment's."""
-    return storage_at(session.get_one(orm.Experiment, ckpt.experiment_id).checkpoint_base)
+    return checkpoint_storage.storage_of(session.get_one(orm.Experiment, ckpt.experiment_id))
 
 
 def info(ckpt: orm.Checkpoint, *, session: Session) -> api.CheckpointInfo:

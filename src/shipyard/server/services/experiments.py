@@ -25,7 +25,7 @@ from shipyard.server import orm
 from shipyard.server.auth.permissions import Action, Grants
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import lifecycle, searching, views, workspaces
+from shipyard.server.services import checkpoint_storage, lifecycle, searching, views, workspaces
 from shipyard.server.services import secrets as workspace_secrets
 from shipyard.server.services.contexts import get_context
 from shipyard.server.services.experiment_config import config_of
@@ -33,8 +33,17 @@ from shipyard.server.services.lifecycle import Event
 from shipyard.server.services.workspaces import Visible, get_visible, within
 
 
+def load_checked(req: api.CreateExperimentRequest) -> ExperimentConfig:
+    """The request's config, parsed, with its checkpoint storage reachable: done before
+    the write transaction, since asking an S3 endpoint may take seconds."""
+    cfg = load_config(req.config_yaml, req.config_file)
+    checkpoint_storage.check_at_submit(cfg)
+    return cfg
+
+
 def create(
     req: api.CreateExperimentRequest,
+    cfg: ExperimentConfig,
     *,
     default_checkpoint_base: str,
     pools: dict[str, Pool],
@@ -47,7 +56,6 @@ def create(
     transaction, so they can launch the moment it commits. The owner is who submits it
     (the request's own `owner` field is ignored: old clients send their login name), who
     must be an editor of the config's workspace."""
-    cfg = load_config(req.config_yaml, req.config_file)
     project = _project_for(cfg, grants, session)
     workspace_secrets.check_at_submit(cfg, project.workspace_id, grants, session=session)
     files: set[str] = set()

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import limits, metrics, searching
+from shipyard.server.services import checkpoint_storage, limits, metrics, searching
 from shipyard.server.services.experiment_config import config_of
 
 
@@ -308,7 +308,7 @@ def experiment_detail(exp: orm.Experiment, *, session: Session) -> api.Experimen
     trials = experiment_trials(exp, session=session)
     return api.ExperimentDetail(
         **experiment_summary(exp, trials, session=session),
-        config=exp.config,
+        config=checkpoint_storage.without_credentials(exp.config),
         context_id=exp.context_id,
         trials=trials,
         searcher_summary=(exp.searcher_state or {}).get("summary") or {},

@@ -12,6 +12,7 @@ from shipyard.common.config.environment import BindMount, DeviceImages
 from shipyard.common.errors import ConfigError
 from shipyard.search.registry import full_length
 from shipyard.server import orm
+from shipyard.server.services import checkpoint_storage
 from shipyard.server.services.contexts import unpack_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.settings import Settings
@@ -124,9 +125,7 @@ def build_spec(
             "SHIPYARD_HPARAMS": json.dumps(trial.hparams),
             "SHIPYARD_TRIAL_SEED": str(trial.seed),
             "SHIPYARD_LATEST_CHECKPOINT": trial.latest_checkpoint or "",
-            "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(
-                {"type": "shared_fs", "base_path": exp.checkpoint_base}
-            ),
+            "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(checkpoint_storage.spec_of(exp)),
             "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
             "SHIPYARD_SEARCHER_METRIC": searcher.metric,
             "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),

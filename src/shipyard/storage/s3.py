@@ -1,0 +1,185 @@
+"""The store of an S3 bucket (any S3-compatible endpoint: AWS, MinIO, Ceph, SeaweedFS, GCS's
+S3 interoperability), on boto3, imported only when such a store is opened.
+
+Files go up with boto3's managed transfer (multipart above 8 MiB, parts in parallel); the
+checkpoint layer puts several files at once (``parallel_puts``) and copies a file it has
+already stored server-side (``copy``), so an unchanged file is never sent again. Every
+failure of the service is an OSError (StoreError), as a file system's would be.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from shipyard.common.errors import InvalidRequest
+from shipyard.storage.store import Store
+
+
+class StoreError(OSError):
+    """The object store refused or could not be reached; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class S3Location:
+    """Determined's fields: where the bucket is and who may use it. Credentials left None
+    come from boto3's usual chain (AWS_* variables, ~/.aws, an instance role)."""
+
+    bucket: str
+    prefix: str = ""
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    def url(self) -> str:
+        path = "/".join(p for p in (self.bucket, self.prefix.strip("/")) if p)
+        return f"s3://{path}"
+
+
+def _boto3() -> Any:
+    try:
+        import boto3
+    except ImportError:
+        raise InvalidRequest(
+            "checkpoint storage of type s3 needs boto3: pip install 'shipyard[s3]'"
+        ) from None
+    return boto3
+
+
+class S3Store(Store):
+    # Files put at once by the checkpoint layer; each big one also sends parts in parallel.
+    parallel_puts = 8
+    copies_inside = True
+
+    def __init__(self, where: S3Location, *, connect_timeout: float = 10, retries: int = 4):
+        boto3 = _boto3()
+        from boto3.s3.transfer import TransferConfig
+        from botocore.config import Config
+
+        self.where = where
+        self._prefix = where.prefix.strip("/")
+        config = Config(
+            connect_timeout=connect_timeout,
+            read_timeout=60,
+            retries={"max_attempts": retries, "mode": "standard"},
+            max_pool_connections=self.parallel_puts * 10 + 4,
+        )
+        self._client = boto3.session.Session().client(
+            "s3",
+            endpoint_url=where.endpoint_url,
+            region_name=where.region or "us-east-1",
+            aws_access_key_id=where.access_key,
+            aws_secret_access_key=where.secret_key,
+            config=config,
+        )
+        self._transfer = TransferConfig()  # boto3's defaults: 8 MiB parts, 10 threads
+
+    def __str__(self) -> str:
+        return self.where.url()
+
+    def _key(self, key: str) -> str:
+        return f"{self._prefix}/{key}" if self._prefix else key
+
+    def _relative(self, full: str) -> str:
+        return full[len(self._prefix) + 1 :] if self._prefix else full
+
+    def put(self, key: str, source: bytes | Path, *, durable: bool = True) -> None:
+        with _errors(f"cannot put {key} into {self}"):
+            if isinstance(source, bytes):
+                self._client.put_object(Bucket=self.where.bucket, Key=self._key(key), Body=source)
+            else:
+                self._client.upload_file(
+                    str(source), self.where.bucket, self._key(key), Config=self._transfer
+                )
+
+    def copy(self, source_key: str, key: str) -> None:
+        """Copy a stored file inside the bucket (no byte leaves the service);
+        FileNotFoundError when the source is gone."""
+        with _errors(f"cannot copy {source_key} to {key} in {self}"):
+            self._client.copy(
+                {"Bucket": self.where.bucket, "Key": self._key(source_key)},
+                self.where.bucket,
+                self._key(key),
+                Config=self._transfer,
+            )
+
+    def get(self, key: str) -> BinaryIO:
+        with _errors(f"cannot read {key} from {self}"):
+            answer = self._client.get_object(Bucket=self.where.bucket, Key=self._key(key))
+        body: BinaryIO = answer["Body"]  # a stream with read() and close()
+        return body
+
+    def list(self, prefix: str) -> dict[str, int]:
+        start = self._key(f"{prefix}/") if prefix else (f"{self._prefix}/" if self._prefix else "")
+        found: dict[str, int] = {}
+        with _errors(f"cannot list {prefix or 'the files'} in {self}"):
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.where.bucket, Prefix=start
+            )
+            for page in pages:
+                for item in page.get("Contents", ()):
+                    found[self._relative(item["Key"])] = item["Size"]
+        return dict(sorted(found.items()))
+
+    def delete(self, prefix: str) -> None:
+        keys = [self._key(prefix), *(self._key(k) for k in self.list(prefix))]
+        with _errors(f"cannot delete {prefix} in {self}"):
+            for start in range(0, len(keys), 1000):  # S3's limit per request
+                batch = [{"Key": k} for k in keys[start : start + 1000]]
+                answer = self._client.delete_objects(
+                    Bucket=self.where.bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+                if answer.get("Errors"):
+                    first = answer["Errors"][0]
+                    raise StoreError(
+                        f"cannot delete {first.get('Key')} in {self}: {first.get('Message')}"
+                    )
+
+    def exists(self, key: str) -> bool:
+        try:
+            with _errors(f"cannot look up {key} in {self}"):
+                self._client.head_object(Bucket=self.where.bucket, Key=self._key(key))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def check_access(self) -> None:
+        """Raise StoreError naming what is wrong (no such bucket, refused credentials, an
+        endpoint that does not answer) unless this store can list its bucket."""
+        with _errors(f"cannot use bucket {self.where.bucket!r}", key_missing=False):
+            self._client.list_objects_v2(Bucket=self.where.bucket, Prefix=self._key(""), MaxKeys=1)
+
+
+@contextlib.contextmanager
+def _errors(doing: str, *, key_missing: bool = True) -> Iterator[None]:
+    """Turns boto's exceptions into OSErrors: FileNotFoundError for a missing key (when a
+    404 means one, not a missing bucket), StoreError with the service's reason otherwise."""
+    from boto3.exceptions import Boto3Error
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        yield
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        if code in ("NoSuchKey", "404", "NotFound") and key_missing:
+            raise FileNotFoundError(f"{doing}: not found") from None
+        raise StoreError(f"{doing}: {_reason(code, error.get('Message'))}") from None
+    except (BotoCoreError, Boto3Error) as exc:  # Boto3Error: a managed upload's failure
+        raise StoreError(f"{doing}: {exc}") from None
+
+
+def _reason(code: str, message: str | None) -> str:
+    known = {
+        "NoSuchBucket": "the bucket does not exist",
+        "404": "the bucket does not exist",
+        "AccessDenied": "access denied: check access_key and secret_key",
+        "403": "access denied: check access_key and secret_key",
+        "InvalidAccessKeyId": "the access_key is not known to the service",
+        "SignatureDoesNotMatch": "the secret_key does not match the access_key",
+    }
+    return known.get(code) or f"{code}: {message or 'refused'}"

@@ -1,0 +1,108 @@
+"""Checkpoints in S3 (a real SeaweedFS server, tests/fixtures/s3.py): trials write them,
+resume from them, the master's retention deletes their objects and its download reads them;
+a storage the master cannot use is refused at submit with the field at fault; the
+secret_key never appears in an API answer."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+CODE = Path(__file__).parent / "trial_code"
+PREFIX = "team-a/checkpoints"
+
+
+def config(storage: dict, hparams: str, **extra) -> str:
+    return yaml.safe_dump(
+        {
+            "name": "s3",
+            "entrypoint": "python3 steps.py",
+            "hyperparameters": yaml.safe_load(hparams),
+            "searcher": {"name": "single", "metric": "val_loss"},
+            "checkpoint_storage": storage,
+            **extra,
+        }
+    )
+
+
+def manifests(s3_server, bucket: str) -> list[str]:
+    """The uuids of the complete checkpoints in the bucket, from its own listing."""
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=PREFIX + "/")
+    keys = [item["Key"] for item in listed.get("Contents", [])]
+    return sorted(k.split("/")[-2] for k in keys if k.endswith("/metadata.json"))
+
+
+def test_trials_checkpoint_into_s3_and_retention_deletes_their_objects(
+    master, s3_server, s3_bucket
+):
+    storage = {**s3_server.storage(s3_bucket, PREFIX), "save_trial_latest": 2}
+    hparams = "{steps: 10, ckpt_every: 2, x: 0.5}"
+    done = master.wait(master.create(config(storage, hparams), CODE)["id"])
+    assert done["state"] == "COMPLETED"
+
+    def kept_steps():
+        kept = master.http.get(f"/experiments/{done['id']}/checkpoints").json()
+        return kept if sorted(c["steps_completed"] for c in kept) == [8, 10] else None
+
+    kept = master.wait_for(kept_steps, timeout=30, what="checkpoints 2, 4, 6 deleted")
+    assert manifests(s3_server, s3_bucket) == sorted(c["uuid"] for c in kept)
+    every_key = [
+        item["Key"]
+        for item in s3_server.client().list_objects_v2(Bucket=s3_bucket).get("Contents", [])
+    ]
+    deleted_left_nothing = {k.split("/")[2] for k in every_key if not k.split("/")[2][0] == "."}
+    assert deleted_left_nothing == {c["uuid"] for c in kept}
+    assert all(c["storage_path"].startswith(f"s3://{s3_bucket}/{PREFIX}/") for c in kept)
+
+    # The master reads the files back for a download (the user holds no S3 key).
+    latest = max(kept, key=lambda c: c["steps_completed"])
+    r = master.http.get(f"/checkpoints/{latest['uuid']}/download")
+    assert r.status_code == 200, r.text
+    with tarfile.open(fileobj=io.BytesIO(r.content)) as tar:
+        names = tar.getnames()
+        state = tar.extractfile(next(n for n in names if n.endswith("state.json")))
+        assert state is not None and b'"step": 10' in state.read()
+
+    # The secret key is the config's, yet no answer shows it.
+    for path in (f"/experiments/{done['id']}", f"/trials/{done['trials'][0]['id']}"):
+        assert s3_server.secret_key not in master.http.get(path).text
+
+
+def test_a_trial_resumes_from_its_s3_checkpoint_after_a_crash(master, s3_server, s3_bucket):
+    storage = s3_server.storage(s3_bucket, PREFIX)
+    hparams = "{steps: 8, ckpt_every: 2, crash_at: 5, crash_runs: 1}"
+    exp = master.create(config(storage, hparams, max_restarts=1), CODE)
+    done = master.wait(exp["id"])
+    assert done["state"] == "COMPLETED"
+    trial = master.trial(done["trials"][0]["id"])
+    assert len(trial["runs"]) == 2
+    logs = master.logs(trial["id"])
+    assert "resumed from step 4" in logs
+    losses = master.metrics(trial["id"], "training", "loss")
+    assert [s for s, _ in losses] == list(range(1, 9))  # each step once
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        ({"bucket": "no-such-bucket"}, "checkpoint_storage.bucket", "does not exist"),
+        ({"secret_key": "wrong-secret"}, "checkpoint_storage.access_key", "secret_key"),
+        ({"endpoint_url": "http://127.0.0.1:9"}, "checkpoint_storage.endpoint_url", "connect"),
+    ],
+)
+def test_an_unusable_s3_storage_is_refused_at_submit_naming_the_field(
+    master, s3_server, s3_bucket, change, field, words
+):
+    before = master.http.get("/experiments").json()
+    storage = {**s3_server.storage(s3_bucket, PREFIX), **change}
+    r = master.post_experiment(config(storage, "{steps: 2}"), CODE)
+    assert r.status_code == 422, r.text
+    details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert field in details, details
+    assert words in details[field].lower()
+    assert s3_server.secret_key not in r.text
+    assert master.http.get("/experiments").json() == before  # nothing stored
