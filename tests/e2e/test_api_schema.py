@@ -232,6 +232,7 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("get_trial_logs", {"path_parameters": finished}),
         ("get_checkpoint", {"path_parameters": {"uuid": s.checkpoint}}),
         ("download_checkpoint", {"path_parameters": {"uuid": s.checkpoint}}),
+        ("get_checkpoint_links", {"path_parameters": {"uuid": s.checkpoint}}),
         ("preview_search", {"body": {"config_yaml": PREVIEW}}),
         ("list_users", {}),
         ("create_user", {"body": {"username": "schema-made"}}),

@@ -9,6 +9,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -37,8 +38,10 @@ def manifests(s3_server, bucket: str) -> list[str]:
 
 
 def test_trials_checkpoint_into_s3_and_retention_deletes_their_objects(
-    master, s3_server, s3_bucket
+    master, s3_server, s3_bucket, tmp_path, monkeypatch
 ):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
     storage = {**s3_server.storage(s3_bucket, PREFIX), "save_trial_latest": 2}
     hparams = "{steps: 10, ckpt_every: 2, x: 0.5}"
     done = master.wait(master.create(config(storage, hparams), CODE)["id"])
@@ -67,8 +70,24 @@ def test_trials_checkpoint_into_s3_and_retention_deletes_their_objects(
         state = tar.extractfile(next(n for n in names if n.endswith("state.json")))
         assert state is not None and b'"step": 10' in state.read()
 
+    # A user downloads straight from the bucket through URLs the master signs, with no S3
+    # credentials of their own (the CLI, with nothing of AWS in its environment).
+    links = master.http.get(f"/checkpoints/{latest['uuid']}/links").json()
+    assert links["direct"] and 0 < links["expires_in_s"] <= 3600
+    assert {f["path"] for f in links["files"]} == {"state.json", "metadata.json"}
+    assert all(f["url"].startswith(s3_server.endpoint_url) for f in links["files"])
+    plain = httpx.get(next(f["url"] for f in links["files"] if f["path"] == "state.json"))
+    assert plain.status_code == 200 and b'"step": 10' in plain.content
+    dest = tmp_path / "downloaded"
+    out = master.cli("checkpoint", "download", latest["uuid"], dest)
+    assert out.returncode == 0, out.stderr
+    assert b'"step": 10' in (dest / "state.json").read_bytes()
+    assert (dest / "metadata.json").exists()
+    assert sorted(p.name for p in dest.iterdir()) == ["metadata.json", "state.json"]
+
     # The secret key is the config's, yet no answer shows it.
-    for path in (f"/experiments/{done['id']}", f"/trials/{done['trials'][0]['id']}"):
+    trial_id = done["trials"][0]["id"]
+    for path in (f"/experiments/{done['id']}", f"/trials/{trial_id}", f"/trials/{trial_id}/logs"):
         assert s3_server.secret_key not in master.http.get(path).text
 
 

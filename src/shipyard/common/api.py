@@ -222,6 +222,22 @@ class CheckpointInfo(BaseModel):
     validation: float | None = None  # searcher metric at this step, when reported
 
 
+class CheckpointFileLink(BaseModel):
+    path: str  # relative to the checkpoint
+    size: int
+    url: str  # a short-lived GET URL straight to the store (no Shipyard token needed)
+
+
+class CheckpointLinks(BaseModel):
+    """Where to fetch a checkpoint's files from: straight from an object store that gives
+    short-lived URLs (direct: true), else through GET /checkpoints/{uuid}/download."""
+
+    uuid: str
+    direct: bool
+    expires_in_s: int = 0
+    files: list[CheckpointFileLink] = []
+
+
 # LogLine.stream: a process's own output; one rank's output under a gang launcher
 # (python3 -m shipyard.launch.<name>), which the launcher wrote as "[rank=R] text"; the
 # launcher's own messages ("[launcher] text", stored with rank 0).

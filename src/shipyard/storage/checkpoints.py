@@ -247,6 +247,19 @@ class CheckpointStorage:
     def _not_found(self, uuid: str) -> NotFound:
         return NotFound(f"checkpoint {uuid} not found in {self.store} (missing, or not finalized)")
 
+    def links(self, uuid: str, expires_s: int) -> dict[str, tuple[int, str]] | None:
+        """``{relative path: (size, URL)}``: URLs that read the files of complete checkpoint
+        ``uuid`` (metadata.json too) with a plain GET for ``expires_s`` seconds; None when
+        the store gives no such URLs."""
+        self._require_complete(uuid)
+        found: dict[str, tuple[int, str]] = {}
+        for key, size in self.store.list(uuid).items():
+            url = self.store.presigned_url(key, expires_s)
+            if url is None:
+                return None
+            found[key.removeprefix(f"{uuid}/")] = (size, url)
+        return found
+
     # Removing.
 
     def delete(self, uuid: str) -> None:

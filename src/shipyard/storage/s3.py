@@ -147,6 +147,15 @@ class S3Store(Store):
             return False
         return True
 
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        with _errors(f"cannot sign a URL for {key} in {self}"):
+            url: str = self._client.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self.where.bucket, "Key": self._key(key)},
+                ExpiresIn=expires_s,
+            )
+        return url
+
     def check_access(self) -> None:
         """Raise StoreError naming what is wrong (no such bucket, refused credentials, an
         endpoint that does not answer) unless this store can list its bucket."""

@@ -54,6 +54,11 @@ class Store(ABC):
         with self.get(source_key) as source:
             self.put(key, source.read())
 
+    def presigned_url(self, key: str, expires_s: int) -> str | None:
+        """A URL that reads ``key`` with a plain GET, without credentials, for
+        ``expires_s`` seconds; None for a store that has no such URLs."""
+        return None
+
     def local_dir(self, prefix: str) -> Path | None:
         """A directory of this machine that *is* ``prefix`` (files written there are in the
         store), or None. A store that has one (a shared file system) lets a trial write and

@@ -14,6 +14,7 @@ from shipyard.server.state import MasterState, master
 from shipyard.storage import CheckpointStorage
 
 router = APIRouter(tags=["checkpoints"])
+LINK_EXPIRY_S = 900  # long enough for a large file, short enough to be worth little if leaked
 
 
 @router.get("/checkpoints/{uuid}", operation_id="get_checkpoint", response_model=api.CheckpointInfo)
@@ -34,13 +35,38 @@ def download_checkpoint(
     uuid: str, p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> StreamingResponse:
     """The checkpoint's files as an uncompressed tar stream."""
+    storage = _complete_checkpoint(uuid, p, m)
+    return StreamingResponse(_tar_stream(storage, uuid), media_type="application/x-tar")
+
+
+@router.get(
+    "/checkpoints/{uuid}/links",
+    operation_id="get_checkpoint_links",
+    response_model=api.CheckpointLinks,
+)
+def get_checkpoint_links(
+    uuid: str, p: Principal = Depends(current_user), m: MasterState = Depends(master)
+) -> api.CheckpointLinks:
+    """Short-lived URLs to the checkpoint's files in its object store (S3), so a client
+    downloads them without credentials of its own; ``direct: false`` for a store that has
+    none (a shared file system): download through /checkpoints/{uuid}/download then."""
+    storage = _complete_checkpoint(uuid, p, m)
+    links = storage.links(uuid, LINK_EXPIRY_S)
+    if links is None:
+        return api.CheckpointLinks(uuid=uuid, direct=False)
+    files = [api.CheckpointFileLink(path=k, size=size, url=url) for k, (size, url) in links.items()]
+    return api.CheckpointLinks(uuid=uuid, direct=True, expires_in_s=LINK_EXPIRY_S, files=files)
+
+
+def _complete_checkpoint(uuid: str, p: Principal, m: MasterState) -> CheckpointStorage:
+    """The storage of a checkpoint the caller sees, whose files are all there."""
     with m.db.read() as s:
         ckpt = checkpoints.get(uuid, session=s, visible=p.sees)
         storage = checkpoints.storage_of(ckpt, session=s)
         state = ckpt.state
     if state != checkpoints.COMPLETED or not storage.is_complete(uuid):
         raise NotFound(f"checkpoint {uuid} has been deleted or its files are gone")
-    return StreamingResponse(_tar_stream(storage, uuid), media_type="application/x-tar")
+    return storage
 
 
 def _tar_stream(storage: CheckpointStorage, uuid: str):
