@@ -13,6 +13,9 @@ import httpx
 import pytest
 import yaml
 
+from tests.fixtures import procs
+from tests.fixtures.poll import poll
+
 CODE = Path(__file__).parent / "trial_code"
 PREFIX = "team-a/checkpoints"
 
@@ -21,7 +24,7 @@ def config(storage: dict, hparams: str, **extra) -> str:
     return yaml.safe_dump(
         {
             "name": "s3",
-            "entrypoint": "python3 steps.py",
+            "entrypoint": extra.pop("entrypoint", "python3 steps.py"),
             "hyperparameters": yaml.safe_load(hparams),
             "searcher": {"name": "single", "metric": "val_loss"},
             "checkpoint_storage": storage,
@@ -125,3 +128,53 @@ def test_an_unusable_s3_storage_is_refused_at_submit_naming_the_field(
     assert words in details[field].lower()
     assert s3_server.secret_key not in r.text
     assert master.http.get("/experiments").json() == before  # nothing stored
+
+
+def test_a_trial_killed_mid_upload_leaves_no_checkpoint_and_its_objects_are_removed(
+    master, s3_server, s3_bucket, tmp_path
+):
+    gate = tmp_path / "gate"  # checkpoint_gate.py waits for gate.<run> before checkpoint 10
+    Path(f"{gate}.2").touch()  # run 2 passes at once
+    storage = s3_server.storage(s3_bucket, PREFIX)
+    hparams = (
+        f"{{steps: 10, ckpt_every: 5, ckpt_bytes: {300 * 2**20}, gate: {gate}, gate_step: 10}}"
+    )
+    exp = master.create(
+        config(storage, hparams, entrypoint="python3 checkpoint_gate.py", max_restarts=1), CODE
+    )
+    trial_id = exp["trials"][0]["id"]
+    first = master.wait_for(
+        lambda: master.trial(trial_id)["latest_checkpoint"], what="checkpoint 5 registered"
+    )
+    client = s3_server.client()
+
+    def half_written() -> str | None:
+        """A checkpoint whose small file is up while its 300 MB one is still uploading."""
+        listed = client.list_objects_v2(Bucket=s3_bucket, Prefix=PREFIX + "/")
+        keys = {item["Key"].removeprefix(PREFIX + "/") for item in listed.get("Contents", [])}
+        for key in keys:
+            uuid, _, name = key.partition("/")
+            if name == "state.json" and uuid != first and f"{uuid}/metadata.json" not in keys:
+                return uuid
+        return None
+
+    Path(f"{gate}.1").touch()
+    victim = poll(half_written, "checkpoint 10 half uploaded", timeout_s=60, every_s=0.02)
+    procs.kill(procs.in_directory(str(master.home / "trials" / str(trial_id))))
+
+    done = master.wait(exp["id"], timeout=180)
+    assert done["state"] == "COMPLETED"
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 2
+    assert "resumed from step 5" in master.logs(trial_id)
+    assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, 11))
+    listed = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
+    assert victim not in {c["uuid"] for c in listed}
+
+    def victim_gone() -> bool:
+        left = client.list_objects_v2(Bucket=s3_bucket, Prefix=f"{PREFIX}/{victim}/")
+        uploads = client.list_multipart_uploads(Bucket=s3_bucket, Prefix=f"{PREFIX}/{victim}/")
+        return not left.get("Contents") and not uploads.get("Uploads")
+
+    master.wait_for(victim_gone, timeout=60, what="the killed upload's objects removed")
+    assert victim not in manifests(s3_server, s3_bucket)

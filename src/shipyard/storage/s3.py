@@ -126,6 +126,7 @@ class S3Store(Store):
         return dict(sorted(found.items()))
 
     def delete(self, prefix: str) -> None:
+        self._abort_uploads(prefix)
         keys = [self._key(prefix), *(self._key(k) for k in self.list(prefix))]
         with _errors(f"cannot delete {prefix} in {self}"):
             for start in range(0, len(keys), 1000):  # S3's limit per request
@@ -137,6 +138,19 @@ class S3Store(Store):
                     first = answer["Errors"][0]
                     raise StoreError(
                         f"cannot delete {first.get('Key')} in {self}: {first.get('Message')}"
+                    )
+
+    def _abort_uploads(self, prefix: str) -> None:
+        """Abort the multipart uploads under ``prefix/`` that a killed writer left: their
+        parts are stored (and billed) but listed nowhere else."""
+        with _errors(f"cannot list the unfinished uploads of {prefix} in {self}"):
+            pages = self._client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.where.bucket, Prefix=self._key(f"{prefix}/")
+            )
+            for page in pages:
+                for upload in page.get("Uploads", ()):
+                    self._client.abort_multipart_upload(
+                        Bucket=self.where.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
                     )
 
     def exists(self, key: str) -> bool:
