@@ -57,7 +57,7 @@ class S3Store(Store):
 
     def __init__(self, where: S3Location, *, connect_timeout: float = 10, retries: int = 4):
         boto3 = _boto3()
-        from boto3.s3.transfer import TransferConfig
+        from boto3.s3.transfer import TransferConfig, create_transfer_manager
         from botocore.config import Config
 
         self.where = where
@@ -77,6 +77,10 @@ class S3Store(Store):
             config=config,
         )
         self._transfer = TransferConfig()  # boto3's defaults: 8 MiB parts, 10 threads
+        # One transfer manager for every put of this store: the parts of all the files the
+        # checkpoint layer puts at once share its 10 threads, as one boto3 upload's do (a
+        # manager per file would put 10 requests per file in flight and slow all of them).
+        self._uploads = create_transfer_manager(self._client, self._transfer)
 
     def __str__(self) -> str:
         return self.where.url()
@@ -92,9 +96,7 @@ class S3Store(Store):
             if isinstance(source, bytes):
                 self._client.put_object(Bucket=self.where.bucket, Key=self._key(key), Body=source)
             else:
-                self._client.upload_file(
-                    str(source), self.where.bucket, self._key(key), Config=self._transfer
-                )
+                self._uploads.upload(str(source), self.where.bucket, self._key(key)).result()
 
     def copy(self, source_key: str, key: str) -> None:
         """Copy a stored file inside the bucket (no byte leaves the service);
