@@ -15,7 +15,7 @@ from shipyard.backends.base import RunStatus, Slot, TrialLaunchSpec
 from shipyard.backends.kubernetes.api import ApiCluster, _state
 from shipyard.backends.kubernetes.backend import KubernetesBackend
 from shipyard.backends.kubernetes.cluster import GROUP_LABEL, RUN_LABEL
-from shipyard.backends.kubernetes.manifests import build, pod_of, run_name
+from shipyard.backends.kubernetes.manifests import build, pod_of, read_model, run_name
 from shipyard.backends.kubernetes.options import KubernetesOptions
 from shipyard.common.errors import ConfigError
 from shipyard.server.pools import load_master_config
@@ -54,7 +54,7 @@ def make_spec(tmp_path, slots: int = 1, image: str | None = IMAGE, **env) -> Tri
 def deserialize(manifest: dict, kind: str):
     """What the official client reads the manifest as: a misspelt field reads as None, a
     missing required one fails."""
-    return client.ApiClient().deserialize(json.dumps(manifest), kind, "application/json")
+    return read_model(client.ApiClient(), manifest, kind)
 
 
 def no_rendezvous(run: str) -> tuple[str, int]:

@@ -11,9 +11,11 @@ plus the multi-node variables of launch/_nodes.py when there are several groups.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes import client
@@ -169,7 +171,17 @@ def _pod_spec(
 
 def _model(manifest: dict[str, Any], kind: str) -> Any:
     """A manifest fragment as written in YAML (camelCase) as the client's model."""
-    return _SERIALIZER.deserialize(json.dumps(manifest), kind, "application/json")
+    return read_model(_SERIALIZER, manifest, kind)
+
+
+def read_model(api: Any, manifest: dict[str, Any], kind: str) -> Any:
+    """``api.deserialize`` on both of the client's signatures: (text, type, content type)
+    from 37, (a response with .data, type) before; the s3 extra's botocore holds us below 37
+    where both are installed."""
+    text = json.dumps(manifest)
+    if len(inspect.signature(api.deserialize).parameters) >= 3:
+        return api.deserialize(text, kind, "application/json")
+    return api.deserialize(SimpleNamespace(data=text), kind)
 
 
 def _user() -> client.V1SecurityContext | None:
