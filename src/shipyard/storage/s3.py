@@ -20,7 +20,12 @@ from shipyard.storage.store import Store
 
 
 class StoreError(OSError):
-    """The object store refused or could not be reached; the message says which and why."""
+    """The object store refused or could not be reached; the message says which and why,
+    and ``field`` the config field at fault when one is (bucket, access_key, endpoint_url)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,13 @@ def _errors(doing: str, *, key_missing: bool = True) -> Iterator[None]:
     """Turns boto's exceptions into OSErrors: FileNotFoundError for a missing key (when a
     404 means one, not a missing bucket), StoreError with the service's reason otherwise."""
     from boto3.exceptions import Boto3Error
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        ConnectionError,
+        ConnectTimeoutError,
+        NoCredentialsError,
+    )
 
     try:
         yield
@@ -193,18 +204,22 @@ def _errors(doing: str, *, key_missing: bool = True) -> Iterator[None]:
         code = str(error.get("Code", ""))
         if code in ("NoSuchKey", "404", "NotFound") and key_missing:
             raise FileNotFoundError(f"{doing}: not found") from None
-        raise StoreError(f"{doing}: {_reason(code, error.get('Message'))}") from None
+        field, reason = _REASONS.get(code) or (None, f"{code}: {error.get('Message') or 'refused'}")
+        raise StoreError(f"{doing}: {reason}", field) from None
+    except NoCredentialsError as exc:
+        raise StoreError(f"{doing}: {exc}", "access_key") from None
+    except (ConnectionError, ConnectTimeoutError) as exc:  # botocore's: no answer
+        raise StoreError(f"{doing}: {exc}", "endpoint_url") from None
     except (BotoCoreError, Boto3Error) as exc:  # Boto3Error: a managed upload's failure
         raise StoreError(f"{doing}: {exc}") from None
 
 
-def _reason(code: str, message: str | None) -> str:
-    known = {
-        "NoSuchBucket": "the bucket does not exist",
-        "404": "the bucket does not exist",
-        "AccessDenied": "access denied: check access_key and secret_key",
-        "403": "access denied: check access_key and secret_key",
-        "InvalidAccessKeyId": "the access_key is not known to the service",
-        "SignatureDoesNotMatch": "the secret_key does not match the access_key",
-    }
-    return known.get(code) or f"{code}: {message or 'refused'}"
+# The service's error code -> (the config field at fault, what to tell the user).
+_REASONS = {
+    "NoSuchBucket": ("bucket", "the bucket does not exist"),
+    "404": ("bucket", "the bucket does not exist"),
+    "AccessDenied": ("access_key", "access denied: check access_key and secret_key"),
+    "403": ("access_key", "access denied: check access_key and secret_key"),
+    "InvalidAccessKeyId": ("access_key", "the access_key is not known to the service"),
+    "SignatureDoesNotMatch": ("access_key", "the secret_key does not match the access_key"),
+}

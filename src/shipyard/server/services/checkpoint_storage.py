@@ -60,17 +60,9 @@ def check_at_submit(cfg: ExperimentConfig) -> None:
     try:
         S3Store(S3Location(**fields), connect_timeout=3, retries=1).check_access()
     except StoreError as exc:
-        message = str(exc)
-        field = (
-            "bucket"
-            if "does not exist" in message
-            else "access_key"
-            if "access" in message or "secret_key" in message or "credentials" in message
-            else "endpoint_url"
-        )
         raise ConfigError(
             "the experiment's checkpoint storage cannot be used",
-            [{"path": f"checkpoint_storage.{field}", "message": message}],
+            [{"path": f"checkpoint_storage.{exc.field or 'endpoint_url'}", "message": str(exc)}],
         ) from None
 
 
