@@ -7,12 +7,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.e2e.master import Master
 
 QUADRATIC = Path(__file__).resolve().parents[2] / "examples" / "quadratic"
 CODE = Path(__file__).parent / "trial_code"
+
+
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
+
+
+@pytest.fixture(scope="module")
+def empty_master(tmp_path_factory):
+    """A master nothing is ever submitted to, which the previews share."""
+    m = Master(tmp_path_factory.mktemp("previews") / "home").start()
+    yield m
+    m.stop()
 
 
 def asha_config(**searcher) -> str:
@@ -254,7 +268,8 @@ def test_multi_objective_search_shows_its_pareto_front(master):
     assert "Pareto front" in shown.stdout
 
 
-def test_preview_search_shows_rungs_and_compute_without_running_anything(master):
+def test_preview_search_shows_rungs_and_compute_without_running_anything(empty_master):
+    master = empty_master
     config = str(QUADRATIC / "asha.yaml")
     shown = master.cli("preview-search", config)
     assert shown.returncode == 0, shown.stderr
@@ -269,7 +284,8 @@ def test_preview_search_shows_rungs_and_compute_without_running_anything(master)
     assert master.http.get("/experiments").json() == []  # nothing ran
 
 
-def test_preview_search_of_a_bad_config_names_the_field(master, tmp_path):
+def test_preview_search_of_a_bad_config_names_the_field(empty_master, tmp_path):
+    master = empty_master
     bad = tmp_path / "bad.yaml"
     bad.write_text(asha_config(divisor=1.5))
     shown = master.cli("preview-search", str(bad))
@@ -310,7 +326,8 @@ def test_hyperband_halves_each_bracket_and_describe_shows_why(master):
     assert [t["end_reason"] for t in as_json["trials"]] == [t["end_reason"] for t in done["trials"]]
 
 
-def test_preview_search_of_a_search_without_a_length_counts_trials(master, tmp_path):
+def test_preview_search_of_a_search_without_a_length_counts_trials(empty_master, tmp_path):
+    master = empty_master
     config = tmp_path / "random.yaml"
     config.write_text(
         "name: no-length\nentrypoint: python3 train.py\n"

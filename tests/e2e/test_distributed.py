@@ -16,6 +16,12 @@ from tests.fixtures import procs
 CODE = Path(__file__).parent / "trial_code"
 SHIPYARD = Path(sys.executable).parent / "shipyard"
 
+
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
+
+
 pytestmark = pytest.mark.torch
 
 

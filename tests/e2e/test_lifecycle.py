@@ -13,6 +13,11 @@ from tests.fixtures import procs
 CODE = Path(__file__).parent / "trial_code"
 
 
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
+
+
 def config(hparams: str, searcher: str = "name: single", extra: str = "") -> str:
     return f"""
 name: lifecycle
@@ -133,7 +138,8 @@ def test_pause_checkpoints_and_activate_resumes(master):
     master.http.post(f"/experiments/{exp_id}/kill")
 
 
-def test_master_killed_with_sigkill_reattaches_running_trials(master):
+def test_master_killed_with_sigkill_reattaches_running_trials(own_master):
+    master = own_master  # killed and started again: not the module's
     exp = master.create(config("  steps: 60\n  sleep: 0.05\n  ckpt_every: 10"), CODE)
     trial_id = exp["trials"][0]["id"]
     master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= 5, what="progress")
@@ -148,7 +154,8 @@ def test_master_killed_with_sigkill_reattaches_running_trials(master):
     assert steps == list(range(1, 61))  # nothing lost across the master's death
 
 
-def test_trial_that_died_while_the_master_was_down_resumes_from_its_checkpoint(master):
+def test_trial_that_died_while_the_master_was_down_resumes_from_its_checkpoint(own_master):
+    master = own_master  # killed and started again: not the module's
     exp = master.create(config("  steps: 40\n  sleep: 0.05\n  ckpt_every: 5"), CODE)
     trial_id = exp["trials"][0]["id"]
     master.wait_for(lambda: master.trial(trial_id)["steps_completed"] >= 12, what="progress")

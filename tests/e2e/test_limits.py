@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_lifecycle import config
 
 CODE = Path(__file__).parent / "trial_code"
+
+
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
 
 
 def test_a_hung_trial_is_killed_and_resumes_from_its_checkpoint(master):

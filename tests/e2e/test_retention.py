@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 CODE = Path(__file__).parent / "trial_code"
+
+
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
 
 
 def test_retention_keeps_the_latest_and_the_best_and_deletes_the_rest(master):

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 CODE = Path(__file__).parent / "trial_code"
 NO_RESTARTS = "no restarts left (max_restarts: 0)"
+
+
+@pytest.fixture(scope="module")
+def master(shared_master):
+    return shared_master
 
 
 def test_the_error_that_ended_a_run_is_in_its_exit_reason(master):
