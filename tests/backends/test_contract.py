@@ -123,8 +123,11 @@ def test_exit_code_and_output(engine):
         backend,
         """
         import sys
-        print("to stdout")
-        print("to stderr", file=sys.stderr)
+        # One write a line: unbuffered print() writes the text and its newline apart, and
+        # `docker run` copies the two streams on their own, so a line of one stream can
+        # land between the other's text and its newline.
+        sys.stdout.write("to stdout\\n")
+        sys.stderr.write("to stderr\\n")
         raise SystemExit(3)
         """,
     )
