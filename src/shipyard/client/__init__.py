@@ -15,166 +15,27 @@ shipyard.common.api; this facade only binds them to one session.
 
 from __future__ import annotations
 
-from pathlib import Path
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from shipyard.client import checkpoints, experiments, master, trials, users
-from shipyard.client.logs import iter_log_lines
-from shipyard.client.master_url import resolve_master_url
-from shipyard.client.session import Session
-from shipyard.client.submit import submit_experiment
-from shipyard.common.api import (
-    ActionResult,
-    CheckpointInfo,
-    Curve,
-    ExperimentDetail,
-    ExperimentOverview,
-    ExperimentSummary,
-    LogLine,
-    MasterInfo,
-    MetricSeries,
-    SlotInfo,
-    TrialDetail,
-    TrialListItem,
-)
-from shipyard.common.api_users import WhoAmI
+if TYPE_CHECKING:
+    from shipyard.client.master_url import resolve_master_url
+    from shipyard.client.sdk import Shipyard
+    from shipyard.client.session import Session
+
+# Loaded on first use: a program that needs one module of the package (the CLI its session,
+# the master its credentials file) then does not import the facade's every response model.
+_WHERE = {
+    "Shipyard": "shipyard.client.sdk",
+    "Session": "shipyard.client.session",
+    "resolve_master_url": "shipyard.client.master_url",
+}
 
 
-class Shipyard:
-    """A friendly handle on one master."""
-
-    def __init__(
-        self, master: str | None = None, *, timeout_s: float = 30.0, token: str | None = None
-    ) -> None:
-        """token: an API token (`shipyard token create`); by default SHIPYARD_TOKEN, else
-        the one `shipyard user login` kept for this master in $SHIPYARD_HOME/auth.json."""
-        self.session = Session(master, timeout_s=timeout_s, token=token)
-
-    @property
-    def url(self) -> str:
-        return self.session.url
-
-    def close(self) -> None:
-        self.session.close()
-
-    def __enter__(self) -> Shipyard:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def whoami(self) -> WhoAmI:
-        """The user this handle's token belongs to (username, admin, service)."""
-        return users.whoami(self.session)
-
-    def master_info(self) -> MasterInfo:
-        return master.get_master(self.session)
-
-    def slots(self) -> list[SlotInfo]:
-        return master.list_slots(self.session)
-
-    def create_experiment(
-        self, config_path: str | Path, context_dir: str | Path
-    ) -> ExperimentDetail:
-        return submit_experiment(self.session, config_path, context_dir)
-
-    def get_experiment(self, experiment_id: int) -> ExperimentDetail:
-        return experiments.get_experiment(self.session, experiment_id)
-
-    def experiment_summary(self, experiment_id: int) -> ExperimentOverview:
-        """The experiment and its config, without its trials."""
-        return experiments.get_experiment_summary(self.session, experiment_id)
-
-    def list_experiments(
-        self,
-        *,
-        limit: int | None = None,
-        state: str | None = None,
-        archived: experiments.Archived = "false",
-    ) -> list[ExperimentSummary]:
-        """Newest first; archived: "false" hides archived ones, "true" only them, "all"."""
-        return experiments.list_experiments(
-            self.session, limit=limit, state=state, archived=archived
-        )
-
-    def wait(self, experiment_id: int, timeout: float | None = None) -> ExperimentDetail:
-        """Block until the experiment ends; raises ShipyardError after `timeout` seconds."""
-        return experiments.wait_for_experiment(self.session, experiment_id, timeout_s=timeout)
-
-    def pause(self, experiment_id: int) -> ActionResult:
-        return experiments.pause_experiment(self.session, experiment_id)
-
-    def activate(self, experiment_id: int) -> ActionResult:
-        return experiments.activate_experiment(self.session, experiment_id)
-
-    def kill(self, experiment_id: int) -> ActionResult:
-        return experiments.kill_experiment(self.session, experiment_id)
-
-    def archive(self, experiment_id: int) -> ActionResult:
-        """Hide an ended experiment from lists (Conflict while it runs)."""
-        return experiments.archive_experiment(self.session, experiment_id)
-
-    def unarchive(self, experiment_id: int) -> ActionResult:
-        return experiments.unarchive_experiment(self.session, experiment_id)
-
-    def curves(
-        self,
-        experiment_id: int,
-        name: str,
-        *,
-        group: str = "validation",
-        max_points: int | None = None,
-    ) -> list[Curve]:
-        """One metric of every trial of the experiment, each downsampled to max_points (by
-        default what the web UI's chart of all the trials draws)."""
-        return experiments.get_experiment_curves(
-            self.session, experiment_id, name, group=group, max_points=max_points
-        )
-
-    def trial(self, trial_id: int) -> TrialDetail:
-        return trials.get_trial(self.session, trial_id)
-
-    def list_trials(
-        self,
-        *,
-        states: list[str] | tuple[str, ...] = (),
-        restarted: bool | None = None,
-        limit: int | None = None,
-    ) -> list[TrialListItem]:
-        """Trials of every experiment, e.g. recent failures: list_trials(states=["ERRORED"])."""
-        return trials.list_trials(self.session, states=states, restarted=restarted, limit=limit)
-
-    def trial_logs(self, trial_id: int, *, rank: int | None = None) -> list[LogLine]:
-        """Every log line the trial has written so far (`rank`: only that rank's)."""
-
-        def read(after: int, wait_s: float):
-            return trials.get_trial_logs(
-                self.session, trial_id, after=after, wait_s=wait_s, rank=rank
-            )
-
-        return list(iter_log_lines(read))
-
-    def trial_metrics(
-        self,
-        trial_id: int,
-        *,
-        group: str | None = None,
-        name: str | None = None,
-        max_points: int | None = None,
-    ) -> list[MetricSeries]:
-        return trials.get_trial_metrics(
-            self.session, trial_id, group=group, name=name, max_points=max_points
-        )
-
-    def checkpoints(self, experiment_id: int) -> list[CheckpointInfo]:
-        return checkpoints.list_checkpoints(self.session, experiment_id)
-
-    def trial_checkpoints(self, trial_id: int) -> list[CheckpointInfo]:
-        return checkpoints.list_trial_checkpoints(self.session, trial_id)
-
-    def download_checkpoint(self, uuid: str, dest: str | Path) -> Path:
-        """Unpack the checkpoint's files into dest (created if needed); returns dest."""
-        checkpoints.download_checkpoint(self.session, uuid, dest)
-        return Path(dest)
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:  # a submodule (`from shipyard.client import trials`) loads as usual
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)
 
 
 __all__ = ["Session", "Shipyard", "resolve_master_url"]
