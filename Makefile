@@ -22,19 +22,13 @@ TEST_WORKERS ?= 2
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup postgres-server openmpi slurm containers chromium web-check test static-checks suite \
-	lint demo bench clean
+.PHONY: setup _setup-parts system-packages web-check test static-checks suite lint demo bench \
+	clean
 
-setup: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) postgres-server slurm containers chromium
-	@# Bytecode ahead of time: every trial imports shipyard.core, and where
-	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
-	@$(BIN)/python -m compileall -q src >/dev/null
-
-# Re-run the pip step only when pyproject.toml or constraints.txt changes (or the venv is
-# new). A venv without pip (python3-venv was missing when it was made) is made again.
-# constraints.txt pins the torch this installs (pyproject's extra asks only for a range); pip
-# finds the CPU wheel through the machine's pip configuration, so nothing here names an index.
-$(SETUP_STAMP): pyproject.toml constraints.txt | openmpi
+# The venv first (a missing python3-venv is the one apt call that must come before pip), then
+# the pip step, the Debian packages and the web UI's libraries side by side: each mostly
+# waits on downloads and disks, and one after the other they took minutes of a CI run.
+setup:
 	@if ! "$(BIN)/python" -m pip --version >/dev/null 2>&1; then \
 		echo "creating $(VENV)"; \
 		rm -rf $(VENV); \
@@ -43,6 +37,19 @@ $(SETUP_STAMP): pyproject.toml constraints.txt | openmpi
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
+	@$(MAKE) --no-print-directory -j3 _setup-parts
+	@# Bytecode ahead of time: every trial imports shipyard.core, and where
+	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
+	@$(BIN)/python -m compileall -q src >/dev/null
+
+_setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
+
+# Re-run the pip step only when pyproject.toml or constraints.txt changes (or the venv is
+# new). constraints.txt pins the torch this installs (pyproject's extra asks only for a
+# range); pip finds the CPU wheel through the machine's pip configuration, so nothing here
+# names an index. mpi4py comes as a wheel that finds Open MPI when it runs, so the pip step
+# does not wait for Debian's packages.
+$(SETUP_STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt \
 		-e '.[dev,postgres,s3,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
 	@# Bytecode for what pip installed, on every core (pip compiles on one: twice as long on
@@ -59,44 +66,32 @@ $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
 		web/node_modules/uplot/LICENSE $(WEB_VENDOR)/
 	touch $@
 
-# Debian's Chromium for the web UI's browser tests (Playwright drives it; no browser is
-# downloaded by Playwright itself).
-chromium:
-	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
-	echo "chromium not found: installing Debian's chromium"; \
-	$(MAKE) --no-print-directory _apt PACKAGES=chromium
-
-# The PostgreSQL server binaries (initdb, pg_ctl) for the tests' throwaway cluster.
-postgres-server:
-	@if command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		exit 0; \
-	fi; \
-	echo "initdb not found: installing Debian's postgresql"; \
-	$(MAKE) --no-print-directory _apt PACKAGES=postgresql
-
-# Open MPI (mpirun; mpicc and headers in case pip builds mpi4py from source) for
-# shipyard.launch.mpi. Before the pip step: the mpi extra's mpi4py needs it.
-openmpi:
-	@if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then exit 0; fi; \
-	echo "mpirun not found: installing Debian's openmpi-bin and libopenmpi-dev"; \
-	$(MAKE) --no-print-directory _apt PACKAGES='openmpi-bin libopenmpi-dev'
-
-# Slurm's daemons and clients (sbatch, squeue, scancel, srun) and munge: the Slurm backend's
-# tests stand up a one-node cluster on 127.0.0.1 (tests/fixtures/slurm.py).
-slurm:
-	@if command -v slurmctld >/dev/null && command -v slurmd >/dev/null \
-		&& command -v sbatch >/dev/null && command -v munged >/dev/null; then exit 0; fi; \
-	echo "slurmctld not found: installing Debian's slurmctld, slurmd, slurm-client and munge"; \
-	$(MAKE) --no-print-directory _apt PACKAGES='slurmctld slurmd slurm-client munge'
-
-# Docker's and Podman's engines (the fixtures start them by hand, no systemd), tini and
-# catatonit as the containers' init, and mmdebstrap to build the tests' image from Debian's
-# packages (no registry is used).
-containers:
-	@if command -v dockerd >/dev/null && command -v podman >/dev/null \
-		&& command -v mmdebstrap >/dev/null && command -v catatonit >/dev/null; then exit 0; fi; \
-	echo "dockerd or podman not found: installing Debian's docker.io, podman and mmdebstrap"; \
-	$(MAKE) --no-print-directory _apt PACKAGES='docker.io podman catatonit tini mmdebstrap'
+# Debian's packages for the tests' real servers and tools, in one apt call for all that are
+# missing (each line: a command that tells the package is there, then the packages):
+# - PostgreSQL's server binaries (initdb, pg_ctl) for the throwaway cluster;
+# - Open MPI (mpirun; mpicc and headers in case pip builds mpi4py from source) for
+#   shipyard.launch.mpi;
+# - Slurm's daemons and clients and munge: a one-node cluster on 127.0.0.1
+#   (tests/fixtures/slurm.py);
+# - Docker's and Podman's engines (the fixtures start them by hand, no systemd), tini and
+#   catatonit as the containers' init, and mmdebstrap to build the tests' image from
+#   Debian's packages (no registry is used);
+# - Chromium for the web UI's browser tests (Playwright drives it; it downloads no browser).
+system-packages:
+	@missing=""; \
+	need() { command -v "$$1" >/dev/null || missing="$$missing $${*:2}"; }; \
+	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| missing="$$missing postgresql"; \
+	need mpicc openmpi-bin libopenmpi-dev; need mpirun openmpi-bin libopenmpi-dev; \
+	need slurmctld slurmctld; need slurmd slurmd; need sbatch slurm-client; need munged munge; \
+	need dockerd docker.io; need podman podman; need catatonit catatonit; need tini tini; \
+	need mmdebstrap mmdebstrap; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	missing=$$(tr ' ' '\n' <<<"$$missing" | sort -u | xargs); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian's $$missing"; \
+		$(MAKE) --no-print-directory _apt PACKAGES="$$missing"; \
+	fi
 
 # apt-get as root (no sudo); a non-root user is told what to run.
 _apt:
@@ -117,13 +112,16 @@ web-check: $(WEB_VENDOR_STAMP)
 # The static checks run beside the suite: they need one core for a few minutes, and the
 # suite's workers leave part of the second idle while trials start and masters answer. The
 # checks' output comes as one block when they end; either failing fails `make test`.
-test: setup
-	@checks_log=$$(mktemp); \
+# The last line says how long setup and the rest took: CI shows only the output's tail.
+test:
+	@began=$$SECONDS; $(MAKE) --no-print-directory setup; set_up=$$SECONDS; \
+	checks_log=$$(mktemp); \
 	{ status=0; $(MAKE) --no-print-directory static-checks >"$$checks_log" 2>&1 || status=$$?; \
 	  printf '\n'; cat "$$checks_log"; rm -f "$$checks_log"; exit $$status; } & checks=$$!; \
 	suite=0; $(MAKE) --no-print-directory suite || suite=$$?; \
 	checked=0; wait $$checks || checked=$$?; \
 	if [ $$checked != 0 ]; then echo "make test: the static checks failed (see above)" >&2; fi; \
+	echo "make test: setup $$((set_up - began)) s, tests and checks $$((SECONDS - set_up)) s"; \
 	exit $$(( suite != 0 || checked != 0 ))
 
 static-checks: setup
