@@ -39,3 +39,10 @@ def test_an_answer_that_raises_fails_at_once():
 
     with pytest.raises(RuntimeError, match="master exited"):
         poll(exited, "the master to answer", ignore=(ConnectionError,))
+
+
+def test_a_slowing_wait_pauses_longer_each_time_up_to_its_limit():
+    pauses: list[float] = []
+    answers = iter(range(8))
+    poll(lambda: next(answers) == 7, "the eighth", every_s=0.1, slow_to_s=0.2, pause=pauses.append)
+    assert pauses == pytest.approx([0.1, 0.125, 0.15625, 0.1953125, 0.2, 0.2, 0.2])

@@ -300,7 +300,12 @@ def wait_terminal(run: ChaosRun, timeout: float) -> dict:
 
     try:
         return poll(
-            run.experiment, "the experiment's end", until=ended, timeout_s=timeout, every_s=0.1
+            run.experiment,
+            "the experiment's end",
+            until=ended,
+            timeout_s=timeout,
+            every_s=0.1,
+            slow_to_s=0.3,
         )
     except PollTimeout as stuck:
         exp = stuck.last

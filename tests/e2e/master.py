@@ -187,6 +187,7 @@ class Master:
             until=lambda exp: exp["state"] in states,
             timeout_s=timeout,
             every_s=0.1,
+            slow_to_s=0.3,
         )
 
     def wait_for(self, predicate, timeout: float = 60, what: str = "condition"):
