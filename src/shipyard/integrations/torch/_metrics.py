@@ -23,7 +23,7 @@ def loss_of(out: Any, name: str) -> torch.Tensor:
             f'"loss", got {type(out).__name__}'
         )
     loss = out.get("loss")
-    if type(loss) is not torch.Tensor and not isinstance(loss, torch.Tensor):
+    if loss is None or (type(loss) is not torch.Tensor and not isinstance(loss, torch.Tensor)):
         raise ValueError(
             f'{name}.train_batch() must return a dict with a "loss" tensor to '
             f"backpropagate; it returned keys {sorted(out)}"
