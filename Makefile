@@ -21,6 +21,11 @@ TEST_WORKERS ?= 2
 # runs with the venv first on PATH, as if it were activated.
 export PATH := $(BIN):$(PATH)
 export VIRTUAL_ENV := $(abspath $(VENV))
+# Python writes each module's bytecode the first time it is imported, even where the
+# environment says not to: otherwise every trial would compile torch anew, or setup would
+# compile all 25,000 files of the venv ahead (137 CPU-seconds) when the tests import a
+# fraction of them.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup _setup-parts system-packages web-check test static-checks suite lint demo bench \
 	clean
@@ -38,8 +43,8 @@ setup:
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
 	@$(MAKE) --no-print-directory -j3 _setup-parts
-	@# Bytecode ahead of time: every trial imports shipyard.core, and where
-	@# PYTHONDONTWRITEBYTECODE is set each trial would otherwise compile it anew.
+	@# Shipyard's own bytecode ahead of time, for a pytest or trial run outside make where
+	@# PYTHONDONTWRITEBYTECODE is set: every trial imports shipyard.core.
 	@$(BIN)/python -m compileall -q src >/dev/null
 
 _setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
@@ -52,11 +57,6 @@ _setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
 $(SETUP_STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt \
 		-e '.[dev,postgres,s3,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
-	@# Bytecode for what pip installed, on every core (pip compiles on one: twice as long on
-	@# two cores). Needed where PYTHONDONTWRITEBYTECODE is set, or each trial would compile
-	@# torch anew. A few files are not Python 3.11 (torch's py312 test helpers): pip skips
-	@# them silently, and so does this.
-	$(BIN)/python -m compileall -j 0 -q $(VENV)/lib/python3*/site-packages >/dev/null || true
 	touch $@
 
 $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
