@@ -1,13 +1,17 @@
-"""Checkpoint archives from the master are unpacked without escaping the target directory."""
+"""Checkpoint archives and file links from the master are unpacked or fetched without
+escaping the target directory."""
 
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 
 import pytest
 
+from shipyard.client.checkpoints import fetch_links
 from shipyard.client.unpack import safe_extract_tar
+from shipyard.common.api import CheckpointFileLink, CheckpointLinks
 from shipyard.common.errors import InvalidRequest
 
 
@@ -54,3 +58,17 @@ def test_symlink_pointing_outside_is_refused(tmp_path):
 def test_garbage_is_a_clear_error(tmp_path):
     with pytest.raises(InvalidRequest, match="not a readable tar"):
         safe_extract_tar(io.BytesIO(b"this is not a tar"), tmp_path / "ckpt")
+
+
+@pytest.mark.parametrize("evil", ["../escape.txt", "/etc/escape.txt", "\\escape.txt", ""])
+def test_a_link_outside_the_target_is_refused_before_any_download(tmp_path, evil):
+    # The first link is fine: nothing is fetched (its URL would fail) nor written at all.
+    files = [
+        CheckpointFileLink(path="weights.bin", size=1, url="http://127.0.0.1:9/never"),
+        CheckpointFileLink(path=evil, size=1, url="http://127.0.0.1:9/never"),
+    ]
+    dest = tmp_path / "dest"
+    with pytest.raises(InvalidRequest, match=re.escape(f"refusing file path {evil!r}")):
+        fetch_links(CheckpointLinks(uuid="u-1", direct=True, files=files), dest)
+    assert not dest.exists()
+    assert list(tmp_path.iterdir()) == []

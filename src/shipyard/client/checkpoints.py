@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 
 from shipyard.client.session import Session
-from shipyard.client.unpack import safe_extract_tar
+from shipyard.client.unpack import escapes, safe_extract_tar
 from shipyard.common.api import CheckpointInfo, CheckpointLinks
 from shipyard.common.errors import InvalidRequest, NotFound, ShipyardError
 
@@ -51,8 +51,7 @@ def fetch_links(links: CheckpointLinks, dest: Path) -> list[str]:
     """Each file GET from its URL into a scratch directory beside dest, then moved into
     dest: a failed download leaves dest as it was."""
     for link in links.files:
-        relative = PurePosixPath(link.path)
-        if relative.is_absolute() or ".." in relative.parts or not link.path:
+        if not link.path or escapes(link.path):
             raise InvalidRequest(f"checkpoint {links.uuid}: refusing file path {link.path!r}")
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as scratch:

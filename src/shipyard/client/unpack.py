@@ -9,10 +9,16 @@ from typing import IO
 from shipyard.common.errors import InvalidRequest
 
 
+def escapes(name: str) -> bool:
+    """Whether a relative path from the master (a tar member, a checkpoint file) is absolute
+    or has a `..` component: written to overwrite files outside the target directory."""
+    path = PurePosixPath(name)
+    return name.startswith(("/", "\\")) or path.is_absolute() or ".." in path.parts
+
+
 def check_member_name(name: str) -> None:
     """Refuse absolute paths and `..` components (a tar written to overwrite other files)."""
-    path = PurePosixPath(name)
-    if name.startswith(("/", "\\")) or path.is_absolute() or ".." in path.parts:
+    if escapes(name):
         raise InvalidRequest(
             f"archive member {name!r} points outside the target directory; nothing was unpacked"
         )
