@@ -1,5 +1,7 @@
-# Shipyard's developer commands. On a fresh machine (Python 3.11, pip, apt) `make demo` and
-# `make test` are all you need: both run `setup` first, which is quick once it has run.
+# Shipyard's developer commands. On a fresh machine (Python 3.11, pip, npm; apt for the tests)
+# `make demo` and `make test` are all you need. `make demo` installs only what the demo runs
+# (the package's demo extra and the web UI's chart library); `make test` runs `setup` first,
+# which installs everything the tests use. Both are quick once they have run.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -8,6 +10,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(abspath $(VENV))/bin
 SETUP_STAMP := $(VENV)/.setup-done
+DEMO_STAMP := $(VENV)/.demo-done
 # The web UI's front-end libraries: pinned in web/package-lock.json, installed from the npm
 # registry and copied into the package (git-ignored), so the UI works offline.
 WEB_VENDOR := src/shipyard/server/web/static/vendor
@@ -27,13 +30,12 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 # fraction of them.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup _setup-parts system-packages web-check test static-checks suite lint demo bench \
-	clean
+.PHONY: setup _setup-parts _venv demo-setup system-packages web-check test static-checks suite \
+	lint demo bench clean
 
-# The venv first (a missing python3-venv is the one apt call that must come before pip), then
-# the pip step, the Debian packages and the web UI's libraries side by side: each mostly
-# waits on downloads and disks, and one after the other they took minutes of a CI run.
-setup:
+# The venv, once. A Debian without python3-venv gets it from apt: the one apt call that must
+# come before pip, and the only one `make demo` can make (never on a Python that has venv).
+_venv:
 	@if ! "$(BIN)/python" -m pip --version >/dev/null 2>&1; then \
 		echo "creating $(VENV)"; \
 		rm -rf $(VENV); \
@@ -42,6 +44,12 @@ setup:
 			$(MAKE) --no-print-directory _apt PACKAGES=python3-venv; \
 			rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }; \
 	fi
+
+# The venv first, then the pip step, the Debian packages and the web UI's libraries side by
+# side: each mostly waits on downloads and disks, and one after the other they took minutes
+# of a CI run.
+setup:
+	@$(MAKE) --no-print-directory _venv
 	@$(MAKE) --no-print-directory -j3 _setup-parts
 	@# Shipyard's own bytecode ahead of time, for a pytest or trial run outside make where
 	@# PYTHONDONTWRITEBYTECODE is set: every trial imports shipyard.core.
@@ -49,14 +57,22 @@ setup:
 
 _setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
 
-# Re-run the pip step only when pyproject.toml or constraints.txt changes (or the venv is
-# new). constraints.txt pins the torch this installs (pyproject's extra asks only for a
-# range); pip finds the CPU wheel through the machine's pip configuration, so nothing here
-# names an index. mpi4py comes as a wheel that finds Open MPI when it runs, so the pip step
-# does not wait for Debian's packages.
-$(SETUP_STAMP): pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt \
-		-e '.[dev,postgres,s3,torch,optuna,mpi,lightning,huggingface,tensorflow,ray,kubernetes,browser]'
+# Re-run the pip step only when pyproject.toml, constraints.txt or requirements-test.txt
+# changes (or the venv is new): every extra a user can ask for, and what only the tests use.
+# constraints.txt pins the torch this installs (pyproject's extra asks only for a range);
+# pip finds the CPU wheel through the machine's pip configuration, so nothing here names an
+# index. mpi4py comes as a wheel that finds Open MPI when it runs, so the pip step does not
+# wait for Debian's packages. Every extra holds the demo's, so the demo's stamp is set too.
+$(SETUP_STAMP): pyproject.toml constraints.txt requirements-test.txt
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -r requirements-test.txt \
+		-e '.[server,postgres,s3,torch,optuna,mpi,lightning,huggingface,ray,kubernetes]'
+	touch $@ $(DEMO_STAMP)
+
+# The demo's own pip step: the master and the digits example's torch and scikit-learn (the
+# demo extra, torch pinned as above), nothing from Debian. A later `make test` adds the rest
+# to the same venv.
+$(DEMO_STAMP): pyproject.toml constraints.txt
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[demo]'
 	touch $@
 
 $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
@@ -145,7 +161,12 @@ lint: setup
 	npm run --prefix web --silent typecheck
 	npm run --prefix web --silent lint
 
-demo: setup
+# The web UI is part of the demo (`shipyard up` prints its link): its chart library too.
+demo-setup:
+	@$(MAKE) --no-print-directory _venv
+	@$(MAKE) --no-print-directory -j2 $(DEMO_STAMP) $(WEB_VENDOR_STAMP)
+
+demo: demo-setup
 	examples/demo.sh
 
 # The Ray Tune comparison needs ray; without it the throughput bench reports the peer absent.
@@ -165,6 +186,7 @@ bench: setup
 	python bench/ui_scale.py
 	python bench/auth_overhead.py
 	python bench/checkpoint_upload.py
+	python bench/share_nothing_start.py
 
 clean:
-	rm -rf $(SETUP_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(SETUP_STAMP) $(DEMO_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache

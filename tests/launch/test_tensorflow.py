@@ -221,7 +221,7 @@ def test_the_docs_config_is_accepted():
 
 
 def test_the_docs_example_runs_two_multi_worker_mirrored_workers(tmp_path):
-    module("tensorflow", "the tensorflow extra; make setup installs it")
+    module("tensorflow", "tensorflow-cpu (requirements-test.txt; make setup installs it)")
     train = script(tmp_path, "tf_train.py", doc_block("python tf_train.py"))
     result = run(["--nproc", "2", "python3", train], env_of(), timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr

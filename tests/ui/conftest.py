@@ -101,7 +101,7 @@ class Site:
 def site(tmp_path_factory):
     if not CHROMIUM.exists():
         missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
-    module("playwright.sync_api", "the browser extra (make setup installs it)")
+    module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
     base = tmp_path_factory.mktemp("ui")
     master = Master(base / "home", slots=2).start()
     live_id = None

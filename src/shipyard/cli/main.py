@@ -7,7 +7,6 @@ import os
 import sys
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.text import Text
 from typer.core import TyperGroup
@@ -37,7 +36,7 @@ from shipyard.common.errors import ShipyardError, Unauthorized
 class ShipyardGroup(TyperGroup):
     """The root group: every subcommand runs inside its invoke, so errors are caught here."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ShipyardError as error:

@@ -14,6 +14,7 @@ from shipyard.cli.master_process import (
     MasterLaunch,
     exec_foreground,
     probe_master,
+    require_server_packages,
     running_master_pid,
     start_background,
     stop_master,
@@ -74,7 +75,8 @@ def up(
     ] = None,
 ) -> None:
     """Start the master (in the background unless --foreground), then show the first
-    admin's one-time password (once) and a web UI link that logs you in."""
+    admin's one-time password (once) and a web UI link that logs you in. The master needs
+    Shipyard's server extra, which a plain `pip install shipyard` leaves out."""
     if (tls_cert is None) != (tls_key is None):
         raise typer.BadParameter("give both or neither", param_hint="'--tls-cert' / '--tls-key'")
     launch = MasterLaunch(
@@ -100,6 +102,7 @@ def up(
         state = read_master_state(launch.home) or {}
         say(f"A master for {launch.home} is already running (pid {pid}) at {state.get('url')}.")
         return
+    require_server_packages("shipyard up")
     if foreground:
         exec_foreground(launch)
         return

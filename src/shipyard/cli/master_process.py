@@ -11,6 +11,7 @@ keeps in $SHIPYARD_HOME/auth.json (laptop mode).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -34,6 +35,17 @@ LOG_TAIL_LINES = 20
 # Where a master started without a terminal leaves its first admin's one-time password
 # (two lines: name, password); written by shipyard.server.auth.bootstrap.
 ADMIN_PASSWORD_FILE = "admin-password"
+# What `python -m shipyard.server` imports beyond a plain `pip install shipyard`: the modules
+# of pyproject.toml's server extra (uvloop and httptools only speed uvicorn up).
+SERVER_MODULES = (
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "pydantic_settings",
+    "argon2",
+    "cryptography",
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,17 @@ class MasterLaunch:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "SHIPYARD_HOME": str(self.home)}
+
+
+def require_server_packages(command: str) -> None:
+    """Refuse, in one line, to start a master this install cannot run (the light install
+    of training images has no server extra), instead of a traceback from its log."""
+    for name in SERVER_MODULES:
+        if importlib.util.find_spec(name) is None:
+            raise ShipyardError(
+                f"{command} needs the master's packages (no {name} here): "
+                "pip install 'shipyard[server]'"
+            )
 
 
 def probe_master(url: str, timeout_s: float = 2.0) -> dict | None:

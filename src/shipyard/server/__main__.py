@@ -10,13 +10,20 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-import uvicorn
-from fastapi import FastAPI
-
 from shipyard.common.errors import ConfigError
-from shipyard.server.app import create_app
-from shipyard.server.auth.bootstrap import is_loopback
-from shipyard.server.settings import Settings
+
+try:
+    import uvicorn
+    from fastapi import FastAPI
+
+    from shipyard.server.app import create_app
+    from shipyard.server.auth.bootstrap import is_loopback
+    from shipyard.server.settings import Settings
+except ImportError as exc:  # `pip install shipyard` without the master's extra
+    sys.exit(
+        f"python -m shipyard.server needs the master's packages (no {exc.name} here): "
+        "pip install 'shipyard[server]'"
+    )
 
 
 def _port_free(host: str, port: int) -> bool:
