@@ -1,11 +1,13 @@
 """Checkpoints in S3 (a real SeaweedFS server, tests/fixtures/s3.py): trials write them,
-resume from them, the master's retention deletes their objects and its download reads them;
-a storage the master cannot use is refused at submit with the field at fault; the
-secret_key never appears in an API answer."""
+resume from them, the master's retention deletes their objects and its download reads them,
+with keys written in the config or taken from workspace secrets; a storage the master
+cannot use is refused at submit with the field at fault; the secret_key (and a key from a
+secret) never appears in an API answer, and is masked in the trial's output."""
 
 from __future__ import annotations
 
 import io
+import sqlite3
 import tarfile
 from pathlib import Path
 
@@ -18,6 +20,15 @@ from tests.fixtures.poll import poll
 
 CODE = Path(__file__).parent / "trial_code"
 PREFIX = "team-a/checkpoints"
+WORKSPACE = "Uncategorized"  # the workspace of a config that names none
+# A trial that prints its storage spec, then its keys on their own, then trains (steps.py).
+PRINTS_KEYS = [
+    "sh",
+    "-c",
+    'echo "spec $SHIPYARD_CHECKPOINT_STORAGE" && python3 -c \'import json, os; '
+    's = json.loads(os.environ["SHIPYARD_CHECKPOINT_STORAGE"]); '
+    'print("keys", s["access_key"], s["secret_key"])\' && exec python3 steps.py',
+]
 
 
 def config(storage: dict, hparams: str, **extra) -> str:
@@ -40,14 +51,40 @@ def manifests(s3_server, bucket: str) -> list[str]:
     return sorted(k.split("/")[-2] for k in keys if k.endswith("/metadata.json"))
 
 
-def test_trials_checkpoint_into_s3_and_retention_deletes_their_objects(
+def set_secret(master, name: str, value: str) -> None:
+    r = master.http.put(f"/workspaces/{WORKSPACE}/secrets/{name}", json={"value": value})
+    assert r.status_code == 200, r.text
+
+
+def refused(r: httpx.Response, field: str) -> str:
+    """The message of a 422 at submit about `field`."""
+    assert r.status_code == 422, r.text
+    details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert list(details) == [field], details
+    return details[field]
+
+
+def test_keys_from_workspace_secrets_write_retain_and_download_and_are_never_shown(
     master, s3_server, s3_bucket, tmp_path, monkeypatch
 ):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-    storage = {**s3_server.storage(s3_bucket, PREFIX), "save_trial_latest": 2}
-    hparams = "{steps: 10, ckpt_every: 2, x: 0.5}"
-    done = master.wait(master.create(config(storage, hparams), CODE)["id"])
+    keys = {"access_key": {"secret": "S3_ACCESS"}, "secret_key": {"secret": "S3_SECRET"}}
+    storage = {**s3_server.storage(s3_bucket, PREFIX), **keys, "save_trial_latest": 2}
+    submitted = config(storage, "{steps: 10, ckpt_every: 2, x: 0.5}", entrypoint=PRINTS_KEYS)
+
+    # Refused at submit, nothing stored: a secret the workspace lacks, then keys the
+    # bucket refuses (the master checks with the secrets' current values).
+    set_secret(master, "S3_SECRET", "not-the-secret-key-000")
+    missing = refused(master.post_experiment(submitted, CODE), "checkpoint_storage.access_key")
+    assert "no secret 'S3_ACCESS' in workspace 'Uncategorized'" in missing
+    set_secret(master, "S3_ACCESS", s3_server.access_key)
+    wrong = refused(master.post_experiment(submitted, CODE), "checkpoint_storage.access_key")
+    assert "secret_key" in wrong and "not-the-secret-key" not in wrong
+    assert master.http.get("/experiments").json() == []
+    set_secret(master, "S3_SECRET", s3_server.secret_key)
+
+    done = master.wait(master.create(submitted, CODE)["id"])
     assert done["state"] == "COMPLETED"
 
     def kept_steps():
@@ -88,16 +125,39 @@ def test_trials_checkpoint_into_s3_and_retention_deletes_their_objects(
     assert (dest / "metadata.json").exists()
     assert sorted(p.name for p in dest.iterdir()) == ["metadata.json", "state.json"]
 
-    # The secret key is the config's, yet no answer shows it.
+    # The config shows the secrets' names; no answer shows their values (a link holds the
+    # access key id, as every presigned S3 URL does: never the secret key).
+    shown = master.experiment(done["id"])["config"]["checkpoint_storage"]
+    assert {field: shown[field] for field in keys} == keys
     trial_id = done["trials"][0]["id"]
     for path in (f"/experiments/{done['id']}", f"/trials/{trial_id}", f"/trials/{trial_id}/logs"):
-        assert s3_server.secret_key not in master.http.get(path).text
+        answer = master.http.get(path).text
+        assert s3_server.secret_key not in answer and s3_server.access_key not in answer
+    assert s3_server.secret_key not in str(links)
+    # The trial printed them: its log shows them masked, as it does an injected secret's.
+    printed = master.cli("trial", "logs", trial_id)
+    assert printed.returncode == 0, printed.stderr
+    assert "spec ********" in printed.stdout and "keys ******** ********" in printed.stdout
+    assert s3_server.access_key not in printed.stdout
+    assert s3_server.secret_key not in printed.stdout
+    # Nor does the database, or any log file (the run's, the master's).
+    with sqlite3.connect(master.home / "shipyard.db") as db:
+        on_disk = ["\n".join(db.iterdump())]
+    on_disk += [path.read_text(errors="replace") for path in master.home.rglob("*.log")]
+    assert len(on_disk) > 2 and "S3_ACCESS" in on_disk[0]  # they are real
+    for value in (s3_server.access_key, s3_server.secret_key):
+        assert all(value not in text for text in on_disk)
+
+    # A secret deleted: the master no longer uses the storage, and says why.
+    assert master.http.delete(f"/workspaces/{WORKSPACE}/secrets/S3_ACCESS").status_code == 204
+    gone = master.http.get(f"/checkpoints/{latest['uuid']}/links")
+    assert gone.status_code == 422 and "secret 'S3_ACCESS' no longer exists" in gone.text
 
 
 def test_a_trial_resumes_from_its_s3_checkpoint_after_a_crash(master, s3_server, s3_bucket):
     storage = s3_server.storage(s3_bucket, PREFIX)
     hparams = "{steps: 8, ckpt_every: 2, crash_at: 5, crash_runs: 1}"
-    exp = master.create(config(storage, hparams, max_restarts=1), CODE)
+    exp = master.create(config(storage, hparams, max_restarts=1, entrypoint=PRINTS_KEYS), CODE)
     done = master.wait(exp["id"])
     assert done["state"] == "COMPLETED"
     trial = master.trial(done["trials"][0]["id"])
@@ -106,6 +166,12 @@ def test_a_trial_resumes_from_its_s3_checkpoint_after_a_crash(master, s3_server,
     assert "resumed from step 4" in logs
     losses = master.metrics(trial["id"], "training", "loss")
     assert [s for s, _ in losses] == list(range(1, 9))  # each step once
+    # The config's own secret_key, printed by the trial, is masked in its log (a literal
+    # access key id is no secret: it shows), and hidden in the config the API shows.
+    assert logs.count(f"keys {s3_server.access_key} ********") == 2  # each run's
+    assert s3_server.secret_key not in "\n".join(logs)
+    shown = master.experiment(exp["id"])["config"]["checkpoint_storage"]
+    assert shown["secret_key"] == "********" and shown["access_key"] == s3_server.access_key
 
 
 @pytest.mark.parametrize(

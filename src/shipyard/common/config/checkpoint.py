@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Tag, field_validator, model_validator
+from pydantic import BeforeValidator, Field, Tag, field_validator, model_validator
 
-from shipyard.common.config._base import StrictModel, invalid, not_supported, tag_discriminator
+from shipyard.common.config._base import (
+    StrictModel,
+    describe,
+    invalid,
+    not_supported,
+    tag_discriminator,
+)
+from shipyard.common.config.secrets import _check_name
 
 STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
 
@@ -62,18 +70,42 @@ class DirectoryStorage(Retention):
         return self.container_path
 
 
+class SecretRef(StrictModel):
+    """`{secret: NAME}`: the value of the experiment's workspace's secret NAME. The master
+    opens it where it is needed (at submit, for each run, for retention and downloads),
+    so the stored config holds the name only."""
+
+    secret: str
+
+
+def _key_form(raw: Any) -> Any:
+    if raw is None or isinstance(raw, str | SecretRef):
+        return raw
+    if isinstance(raw, dict) and list(raw) == ["secret"]:
+        if not isinstance(raw["secret"], str):
+            raise invalid(f"expected a secret's name, got {describe(raw['secret'])}", "secret")
+        _check_name(raw["secret"], "the secret name", "secret")
+        return raw
+    raise invalid(f"expected a string or {{secret: NAME}}, got {describe(raw)}")
+
+
+Key = Annotated[str | SecretRef | None, BeforeValidator(_key_form)]
+KEY_FIELDS = ("access_key", "secret_key")
+
+
 class S3Storage(Retention):
     """Determined's fields. Credentials left out come from the environment (the master's
     for retention and downloads, the trial's for writing: AWS_* variables, possibly from
-    the experiment's `secrets:`, or ~/.aws); secret_key never appears in an API answer."""
+    the experiment's `secrets:`, or ~/.aws). Each key is a string, or `{secret: NAME}` (a
+    workspace secret); a literal secret_key never appears in an API answer."""
 
     type: Literal["s3"]
     bucket: str = Field(min_length=3, max_length=63)
     prefix: str | None = None
     endpoint_url: str | None = None
     region: str | None = None
-    access_key: str | None = None
-    secret_key: str | None = None
+    access_key: Key = None
+    secret_key: Key = None
 
     @field_validator("endpoint_url")
     @classmethod
@@ -100,17 +132,25 @@ class S3Storage(Retention):
         """Where it is, for messages and listings: s3://bucket/prefix."""
         return "s3://" + "/".join(p for p in (self.bucket, self.prefix) if p)
 
-    def spec(self) -> dict[str, str]:
-        """What storage.storage_from_spec opens (credentials included)."""
+    def secret_names(self) -> dict[str, str]:
+        """{field: secret name} of the keys given as `{secret: NAME}`."""
         return {
-            "type": "s3",
-            **{
-                name: value
-                for name in ("bucket", "prefix", "endpoint_url", "region")
-                + ("access_key", "secret_key")
-                if (value := getattr(self, name)) is not None
-            },
+            field: key.secret
+            for field in KEY_FIELDS
+            if isinstance(key := getattr(self, field), SecretRef)
         }
+
+    def spec(self, secrets: Mapping[str, str] | None = None) -> dict[str, str]:
+        """What storage.storage_from_spec opens (credentials included): `secrets` holds the
+        values of the secrets the keys name (secret_names)."""
+        spec = {"type": "s3"}
+        for name in ("bucket", "prefix", "endpoint_url", "region", *KEY_FIELDS):
+            value = getattr(self, name)
+            if isinstance(value, SecretRef):
+                value = (secrets or {})[value.secret]
+            if value is not None:
+                spec[name] = value
+        return spec
 
 
 class _CloudStorage(Retention):

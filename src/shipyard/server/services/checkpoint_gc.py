@@ -8,6 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from shipyard.common.errors import ShipyardError
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import checkpoint_storage
@@ -23,7 +24,11 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     with db.read() as s:
         exp = s.get_one(orm.Experiment, experiment_id)
         doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
-        storage = checkpoint_storage.storage_of(exp)
+        try:
+            storage = checkpoint_storage.storage_of(exp)
+        except ShipyardError as exc:  # a storage key's secret is gone: the others go on
+            log.warning("experiment %s: retention skipped: %s", experiment_id, exc)
+            return []
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []

@@ -65,6 +65,7 @@ def create(
     _check_lengths(cfg)
     pool = _pool_for(cfg.resources, pools, default_pool)
     _check_image_runs_in(pools[pool], cfg)
+    checkpoint_storage.check_keys_at_submit(cfg, project.workspace_id, session=session)
     seed = cfg.reproducibility.experiment_seed
     if seed is None:
         seed = secrets.randbelow(2**31)

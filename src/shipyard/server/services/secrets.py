@@ -1,6 +1,7 @@
 """A workspace's secrets: set (a new version), listed by name (never by value), deleted,
 checked when an experiment that names them is submitted, opened for a run (after checking
-again that its owner may still use them), and re-sealed under a new key.
+again that its owner may still use them) or for the master's own use of an experiment's
+checkpoint storage keys, and re-sealed under a new key.
 
 Values are sealed by auth.secret_box with the row's identity (workspace id, name, version)
 as associated data. The keyring is read inside the write transaction that uses it: see
@@ -9,14 +10,16 @@ secret_box on why that keeps rotation safe."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from shipyard.common import api_teams
 from shipyard.common.config import ExperimentConfig
-from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound
+from shipyard.common.config.checkpoint import S3Storage
+from shipyard.common.errors import ConfigError, Conflict, InvalidRequest, NotFound, ShipyardError
 from shipyard.common.permissions import roles_allowed
 from shipyard.server import orm
 from shipyard.server.auth import secret_box
@@ -135,27 +138,42 @@ def delete(workspace: orm.Workspace, name: str, *, session: Session) -> None:
 # -- experiments that use secrets ------------------------------------------------------------
 
 
+def storage_secrets(cfg: ExperimentConfig) -> dict[str, str]:
+    """{field: secret name} of the checkpoint storage's keys given as `{secret: NAME}`."""
+    storage = cfg.checkpoint_storage
+    return storage.secret_names() if isinstance(storage, S3Storage) else {}
+
+
+def names_used(cfg: ExperimentConfig) -> list[str]:
+    """Every secret the experiment's runs get: those of `secrets:`, then the storage keys'."""
+    return list(dict.fromkeys([*(use.name for use in cfg.secrets), *storage_secrets(cfg).values()]))
+
+
 def check_at_submit(
     cfg: ExperimentConfig, workspace_id: int, grants: Grants, *, session: Session
 ) -> None:
     """The submitter may use the workspace's secrets (403 otherwise), and every secret the
-    config names exists there (a ConfigError naming `secrets[i]` otherwise)."""
-    if not cfg.secrets:
+    config names exists there (a ConfigError naming `secrets[i]` or
+    `checkpoint_storage.access_key`/`.secret_key` otherwise)."""
+    named: list[tuple[tuple, str, str]] = [
+        (("secrets", i), f"secrets[{i}]", use.name) for i, use in enumerate(cfg.secrets)
+    ]
+    for field, name in storage_secrets(cfg).items():
+        named.append((("checkpoint_storage", field), f"checkpoint_storage.{field}", name))
+    if not named:
         return
     workspace = session.get_one(orm.Workspace, workspace_id)
     grants.require(Action.USE_SECRETS, workspace_id, f"workspace {workspace.name!r}")
     existing = _names(workspace_id, session)
     problems = []
-    for i, use in enumerate(cfg.secrets):
-        if use.name not in existing:
-            line, column = cfg.position(("secrets", i))
+    for where, path, name in named:
+        if name not in existing:
+            line, column = cfg.position(where)
             message = (
-                f"there is no secret {use.name!r} in workspace {workspace.name!r} "
-                f"(`shipyard secret set {workspace.name} {use.name}` makes it)"
+                f"there is no secret {name!r} in workspace {workspace.name!r} "
+                f"(`shipyard secret set {workspace.name} {name}` makes it)"
             )
-            problems.append(
-                {"path": f"secrets[{i}]", "message": message, "line": line, "column": column}
-            )
+            problems.append({"path": path, "message": message, "line": line, "column": column})
     if len(problems) == 1:
         raise ConfigError(f"{problems[0]['path']}: {problems[0]['message']}", problems)
     if problems:
@@ -185,22 +203,31 @@ def open_for_run(
     still an active user who may use the workspace's secrets (unless authentication is
     off), and each secret still exists. SecretsUnavailable says what is wrong. Call it in a
     write transaction (the keyring is read here)."""
-    cfg_names = [use.name for use in config_of(exp).secrets]
     workspace = session.get_one(orm.Workspace, exp.workspace_id)
     owner = exp.owner or ""
     if check_owner:
         _check_owner(owner, workspace, session)
+    values = _values(workspace, names_used(config_of(exp)), settings, session)
+    return RunValues(values=values, owner=owner, workspace=workspace.name)
+
+
+def _values(
+    workspace: orm.Workspace, names: Iterable[str], settings: Settings, session: Session
+) -> dict[str, str]:
+    """The values of the workspace's secrets `names`; SecretsUnavailable for one that is gone
+    or does not open."""
+    names = list(names)
     rows = {
         row.name: row
         for row in session.scalars(
             select(orm.Secret).where(
-                orm.Secret.workspace_id == workspace.id, orm.Secret.name.in_(cfg_names)
+                orm.Secret.workspace_id == workspace.id, orm.Secret.name.in_(names)
             )
         )
     }
     box = SecretBox.of_settings(settings) if rows else None
     values = {}
-    for name in cfg_names:
+    for name in names:
         row = rows.get(name)
         if row is None:
             raise SecretsUnavailable(
@@ -213,7 +240,7 @@ def open_for_run(
             raise SecretsUnavailable(
                 f"secret {name!r} of workspace {workspace.name!r} cannot be read: {exc.message}"
             ) from None
-    return RunValues(values=values, owner=owner, workspace=workspace.name)
+    return values
 
 
 def _check_owner(owner: str, workspace: orm.Workspace, session: Session) -> None:
@@ -240,6 +267,44 @@ def record_use(values: RunValues, trial: orm.Trial, *, session: Session) -> None
         run=trial.run_id,
         secrets=sorted(values.values),
     )
+
+
+# -- the master's own use -----------------------------------------------------------------------
+# The master itself uses the checkpoint storage keys an experiment names as `{secret: NAME}`:
+# to check the bucket at submit, for retention and for downloads. Those services get no
+# Settings (the keyring's place), so each master's are found by the database its sessions
+# use, registered when the master's run supervisor starts (workers/run_secrets.py).
+
+_MASTERS: dict[str, tuple[Settings, Database]] = {}
+
+
+def serve(settings: Settings, db: Database) -> None:
+    _MASTERS[str(db.engine.url)] = (settings, db)
+
+
+def _master_of(session: Session | None) -> tuple[Settings, Database]:
+    found = _MASTERS.get(str(session.get_bind().engine.url)) if session is not None else None
+    if found is None:
+        raise ShipyardError("no master serves this database's secrets (none started here)")
+    return found
+
+
+def open_at_submit(workspace_id: int, names: Iterable[str], *, session: Session) -> dict[str, str]:
+    """The values of secrets an experiment being submitted names, in the submit's write
+    transaction, after check_at_submit."""
+    settings, _db = _master_of(session)
+    return _values(session.get_one(orm.Workspace, workspace_id), names, settings, session)
+
+
+def open_for_master(exp: orm.Experiment, names: Iterable[str]) -> dict[str, str]:
+    """The current values of the experiment's secrets `names`, for the master's own use: no
+    owner check, since the master keeps them (it signs requests and URLs with them; a
+    presigned URL carries the access key id, as every S3 one does, never the secret key).
+    Opened in a write transaction of its own (see the module's docstring), so never call
+    it inside one; `exp` is a row of an open session."""
+    settings, db = _master_of(object_session(exp))
+    with db.write() as s:
+        return _values(s.get_one(orm.Workspace, exp.workspace_id), names, settings, s)
 
 
 # -- rotation ----------------------------------------------------------------------------------

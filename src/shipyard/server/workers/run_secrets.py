@@ -1,7 +1,9 @@
 """The secrets of the supervisor's runs: opened at each launch (after checking again that
 the experiment's owner may use them), handed to the run as variables and as files in a
-private directory, masked in what the master stores of the run's output, and the files
-removed when the run ends.
+private directory (and as its checkpoint storage's keys, for those given as
+`{secret: NAME}`), masked in what the master stores of the run's output, and the files
+removed when the run ends. A storage's secret_key is masked too, also when the config
+holds it literally.
 
 The run's own output is masked before it reaches the log file: its command runs under
 `python3 -m shipyard.launch.masked`, which learns the values from the variables named in
@@ -19,11 +21,12 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from shipyard.common.config import ExperimentConfig
 from shipyard.common.errors import ShipyardError
 from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV, Masker
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import secrets
+from shipyard.server.services import checkpoint_storage, secrets
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.settings import Settings
 
@@ -35,10 +38,12 @@ WRAPPER = ["python3", "-m", "shipyard.launch.masked", "--"]
 
 @dataclass
 class Injection:
-    """What a run gets: variables (secret values, and the wrapper's two) and its command
-    behind the masking wrapper."""
+    """What a run gets: variables (secret values, its storage keys to mask, and the
+    wrapper's two), its command behind the masking wrapper, and the values of the secrets
+    it was given (by name: its checkpoint storage spec takes its keys from them)."""
 
     env: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
 
     def wrap(self, argv: list[str]) -> list[str]:
         return [*WRAPPER, *argv]
@@ -49,36 +54,42 @@ class RunSecrets:
         self.settings = settings
         self.db = db
         self._maskers: dict[int, Masker] = {}
+        secrets.serve(settings, db)  # the master's own uses find its keyring there
 
     @property
     def root(self) -> Path:
         return self.settings.home / ROOT
 
     def prepare(self, trial: orm.Trial, exp: orm.Experiment) -> Injection | None:
-        """The run's secrets, or None when its experiment uses none. Raises
-        SecretsUnavailable (the run must not start) with what is wrong."""
-        uses = config_of(exp).secrets
-        if not uses:
+        """The run's secrets, or None when it has nothing to hide (no secret, no storage
+        key). Raises SecretsUnavailable (the run must not start) with what is wrong."""
+        cfg = config_of(exp)
+        values: dict[str, str] = {}
+        if secrets.names_used(cfg):
+            with self.db.write() as s:  # the keyring is read in a write transaction
+                opened = secrets.open_for_run(
+                    exp, check_owner=self.settings.auth, settings=self.settings, session=s
+                )
+                secrets.record_use(opened, trial, session=s)
+            values = opened.values
+        keys = checkpoint_storage.keys_to_mask(cfg, values)
+        if not values and not keys:
             return None
-        with self.db.write() as s:  # the keyring is read in a write transaction
-            opened = secrets.open_for_run(
-                exp, check_owner=self.settings.auth, settings=self.settings, session=s
-            )
-            secrets.record_use(opened, trial, session=s)
-        values = opened.values
-        injection = Injection()
-        env_names = []
+        injection = Injection(env=dict(keys), values=values)
+        # The spec holds the keys too: named, a container engine gets it as it gets secrets
+        # (never through an env file), and the wrapper masks it whole.
+        masked = [*keys, checkpoint_storage.SPEC_ENV] if keys else []
         files = {}
-        for use in uses:
+        for use in cfg.secrets:
             if use.env is not None:
                 injection.env[use.env] = values[use.name]
-                env_names.append(use.env)
+                masked.append(use.env)
             elif use.file is not None:
                 files[use.file] = values[use.name]
-        injection.env[MASK_ENV] = ",".join(env_names)
+        injection.env[MASK_ENV] = ",".join(masked)
         if files:
             injection.env[SECRETS_DIR_ENV] = str(self._write_files(trial, files))
-        self._maskers[trial.id] = Masker(values.values())
+        self._maskers[trial.id] = _masker(cfg, values)
         return injection
 
     def _write_files(self, trial: orm.Trial, files: dict[str, str]) -> Path:
@@ -101,16 +112,20 @@ class RunSecrets:
         restart's write transaction). The run has its values already; a value that no
         longer opens is masked by the run's own wrapper only."""
         exp = session.get_one(orm.Experiment, trial.experiment_id)
-        if not config_of(exp).secrets:
-            return
-        try:
-            opened = secrets.open_for_run(
-                exp, check_owner=False, settings=self.settings, session=session
-            )
-        except ShipyardError as exc:
-            log.warning("trial %s: its secrets are not masked by the master: %s", trial.id, exc)
-            return
-        self._maskers[trial.id] = Masker(opened.values.values())
+        cfg = config_of(exp)
+        values: dict[str, str] = {}
+        if secrets.names_used(cfg):
+            try:
+                opened = secrets.open_for_run(
+                    exp, check_owner=False, settings=self.settings, session=session
+                )
+            except ShipyardError as exc:
+                log.warning("trial %s: its secrets are not masked by the master: %s", trial.id, exc)
+                return
+            values = opened.values
+        masker = _masker(cfg, values)
+        if masker:
+            self._maskers[trial.id] = masker
 
     def mask(self, trial_id: int, chunk: bytes) -> bytes:
         masker = self._maskers.get(trial_id)
@@ -130,3 +145,9 @@ class RunSecrets:
             trial_id = directory.name.split("-")[1] if directory.name.startswith("trial-") else ""
             if not (trial_id.isdigit() and int(trial_id) in running):
                 shutil.rmtree(directory, ignore_errors=True)
+
+
+def _masker(cfg: ExperimentConfig, values: dict[str, str]) -> Masker:
+    """What the master masks in the lines it stores of a run: its secrets' values and its
+    storage keys."""
+    return Masker([*values.values(), *checkpoint_storage.keys_to_mask(cfg, values).values()])
