@@ -147,6 +147,12 @@ def test_a_death_by_signal_is_recorded_as_minus_the_signal(engine):
     assert (state.status, state.exit_code) == (RunStatus.EXITED, -15)
 
 
+IGNORES_TERM = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready", flush=True)
+time.sleep(600)
+"""
 TERM_HANDLER = """
 import os, signal, sys, time
 def on_term(*_):
@@ -172,16 +178,7 @@ def test_terminate_sends_sigterm_first(engine):
 
 def test_terminate_kills_after_the_grace(engine):
     backend = engine.make_backend()
-    handle, _ = launch(
-        engine,
-        backend,
-        """
-        import signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("ready", flush=True)
-        time.sleep(600)
-        """,
-    )
+    handle, _ = launch(engine, backend, IGNORES_TERM)
     wait_output(backend, handle, "ready")
     started = time.monotonic()
     backend.terminate(handle, grace_s=1)

@@ -1,7 +1,8 @@
 """The Slurm backend on a real one-node cluster (tests/fixtures/slurm.py): what its sbatch asks
-for, what the job's environment holds, a job Slurm requeues, a cluster that does not answer.
-The Backend contract itself (exit codes, output, SIGTERM/SIGKILL, recovery, a two-slot gang)
-runs against Slurm in test_contract.py."""
+for, what the job's environment holds, a job Slurm requeues, a cluster that does not answer,
+trials in a container image through Podman (the session's podman root, tests/fixtures/
+containers.py). The Backend contract itself (exit codes, output, SIGTERM/SIGKILL, recovery,
+a two-slot gang) runs against Slurm in test_contract.py."""
 
 from __future__ import annotations
 
@@ -18,14 +19,23 @@ from pathlib import Path
 import pytest
 
 from shipyard.backends.base import Handle, RunStatus, Slot, TrialLaunchSpec
+from shipyard.backends.local.containers import ContainerError
 from shipyard.backends.slurm.backend import SlurmBackend
 from shipyard.backends.slurm.options import SlurmOptions
 from shipyard.backends.slurm.script import JobFiles, sbatch_args
 from shipyard.common.errors import ConfigError
 from shipyard.server.pools import load_master_config
 from tests.backends.engine import Engine
-from tests.backends.test_contract import launch, output, wait_exit, wait_output
+from tests.backends.test_contract import (
+    IGNORES_TERM,
+    TERM_HANDLER,
+    launch,
+    output,
+    wait_exit,
+    wait_output,
+)
 from tests.fixtures import procs
+from tests.fixtures.containers import MARKED_IMAGE, MARKER, MARKER_TEXT
 from tests.fixtures.poll import PollTimeout, poll
 from tests.fixtures.slurm import (
     MULTI_PARTITION,
@@ -33,6 +43,7 @@ from tests.fixtures.slurm import (
     SMALL_NODE_CPUS,
     SlurmCluster,
     free_ports,
+    image_options,
 )
 
 pytestmark = pytest.mark.slurm
@@ -403,12 +414,197 @@ def test_bad_options_name_the_field(tmp_path):
         "    type: slurm\n"
         "    time_limit: 2 hours\n"
         "    gres: 'gpu a100'\n"
+        "    containers: {runtime: apptainer, extra_run_args: [--rm]}\n"
     )
     with pytest.raises(ConfigError) as err:
         load_master_config(config)
     paths = {d["path"]: d["message"] for d in err.value.details}
-    assert set(paths) == {"resource_pools.0.time_limit", "resource_pools.0.gres"}
+    assert set(paths) == {
+        "resource_pools.0.time_limit",
+        "resource_pools.0.gres",
+        "resource_pools.0.containers.runtime",
+        "resource_pools.0.containers.extra_run_args",
+    }
     assert "String should match pattern" in paths["resource_pools.0.time_limit"]
+    assert (
+        "apptainer is not supported yet; use podman" in paths["resource_pools.0.containers.runtime"]
+    )
+    assert "--rm is set by Shipyard" in paths["resource_pools.0.containers.extra_run_args"]
+
+
+# -- trials in a container image --------------------------------------------------------------
+
+
+def podman(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        ["podman", *args], capture_output=True, text=True, env={**os.environ, **env}, check=True
+    ).stdout
+
+
+def launch_gang(
+    cluster: SlurmCluster, engine: Engine, podman_env: dict[str, str], code: str
+) -> tuple[SlurmBackend, Handle, str]:
+    """``code`` as the 4 ranks (2 a node, torch_distributed's launcher) of a trial in the
+    image on the two small nodes: the backend, handle and trial name."""
+    backend = SlurmBackend(image_options(cluster, podman_env, partition=MULTI_PARTITION), "s")
+    handle, name = launch(
+        engine,
+        backend,
+        code,
+        slots=2 * SMALL_NODE_CPUS,
+        argv=["{python}", "-m", "shipyard.launch.torch_distributed", "{python}", "{script}"],
+    )
+    return backend, handle, name
+
+
+@pytest.mark.containers
+def test_a_gang_runs_every_rank_in_the_image_on_each_of_its_nodes(
+    slurm_cluster, slurm_image_engine, podman_env
+):
+    code = f"""
+        import os
+        marker = open({MARKER!r}).read().strip()
+        print("rank", os.environ["RANK"], "node", os.environ["SHIPYARD_NODE_RANK"],
+              "slots", os.environ["SHIPYARD_SLOT_IDS"], "marker", marker, flush=True)
+        """
+    backend, handle, _ = launch_gang(slurm_cluster, slurm_image_engine, podman_env, code)
+    state = wait_exit(backend, handle, timeout=90)
+    text = output(backend, handle)
+    assert (state.status, state.exit_code) == (RunStatus.EXITED, 0), text
+    ranks = sorted(line.split("] ", 1)[1] for line in text.splitlines() if " marker " in line)
+    assert ranks == [
+        f"rank {rank} node {rank // 2} slots cpu{rank % 2} marker {MARKER_TEXT}"
+        for rank in range(4)
+    ]
+    image_id = json.loads(podman(podman_env, "image", "inspect", MARKED_IMAGE))[0]["Id"]
+    environment = handle.data[Handle.ENVIRONMENT]
+    assert (environment["runtime"], environment["image"]) == ("podman", MARKED_IMAGE)
+    assert (environment["image_id"], environment["job_id"]) == (image_id, handle.data["job_id"])
+    assert environment["image_digest"].startswith("sha256:")
+
+
+@pytest.mark.containers
+def test_a_trial_in_an_image_gets_its_environment_and_no_secret_in_a_file(
+    slurm_cluster, slurm_image_engine, podman_env
+):
+    backend = SlurmBackend(image_options(slurm_cluster, podman_env), pool="slurm")
+    tricky = 'it\'s "quoted" $HOME\nline 2'
+    keys = ("TRICKY", "API_KEY", "SHIPYARD_SLOT_IDS", "CUDA_VISIBLE_DEVICES", "SLURM_JOB_ID")
+    code = f"import json, os\nprint(json.dumps({{k: os.environ.get(k) for k in {keys}}}))\n"
+    spec = spec_for(
+        slurm_image_engine,
+        code,
+        {
+            "TRICKY": tricky,
+            "API_KEY": "s3cret-value",
+            "SHIPYARD_MASK_ENV": "API_KEY",
+            "CUDA_VISIBLE_DEVICES": "7",  # the master's: not the node's
+        },
+        "image-env",
+    )
+    spec.argv = ["python3", spec.argv[1]]  # the image's python3, on the image's PATH
+    del spec.env["PATH"]
+    spec.slots = [Slot(f"cpu{i}", "cpu", "slurm:default", i) for i in (3, 5)]
+    spec.image = MARKED_IMAGE
+    handle = backend.launch(spec)
+    state = wait_exit(backend, handle)
+    assert (state.status, state.exit_code) == (RunStatus.EXITED, 0), output(backend, handle)
+    assert json.loads(output(backend, handle)) == {
+        "TRICKY": tricky,
+        "API_KEY": "s3cret-value",
+        "SHIPYARD_SLOT_IDS": "cpu0,cpu1",  # the node's share, as on the host
+        "CUDA_VISIBLE_DEVICES": None,
+        "SLURM_JOB_ID": None,  # the job's variables stay outside
+    }
+    env_file = JobFiles.for_log(handle.data["log_path"]).env
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert "s3cret" not in env_file.read_text()  # through podman's environment, by name
+
+
+@pytest.mark.containers
+def test_signals_reach_a_trial_in_its_image_and_no_container_outlives_it(
+    slurm_cluster, slurm_image_engine, podman_env
+):
+    backend = slurm_image_engine.make_backend()
+    by_signal, _ = launch(
+        slurm_image_engine, backend, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)"
+    )
+    handler, name = launch(slurm_image_engine, backend, TERM_HANDLER)
+    ignores, _ = launch(slurm_image_engine, backend, IGNORES_TERM)
+    wait_output(backend, handler, "ready")
+    wait_output(backend, ignores, "ready")
+    backend.terminate(handler, grace_s=10)
+    started = time.monotonic()
+    backend.terminate(ignores, grace_s=1)
+
+    assert wait_exit(backend, by_signal).exit_code == -15  # as Popen reports it
+    assert wait_exit(backend, handler).status == RunStatus.EXITED
+    assert (slurm_image_engine.workdir / f"{name}.term").read_text() == "checkpointed"
+    state = wait_exit(backend, ignores, timeout=30)
+    assert (state.status, state.exit_code) == (RunStatus.EXITED, -9)
+    assert time.monotonic() - started < 10
+    # The kill after the grace removed the container, which SIGKILL to podman would leave.
+    assert podman(podman_env, "ps", "-aq", "--filter", f"ancestor={MARKED_IMAGE}").strip() == ""
+
+
+@pytest.mark.containers
+def test_a_gang_in_an_image_gets_sigterm_on_every_node(
+    slurm_cluster, slurm_image_engine, podman_env
+):
+    # srun's tasks are signalled, not srun: srun would SIGKILL its tasks at once.
+    code = TERM_HANDLER.replace('+ ".term"', '+ os.environ["RANK"] + ".term"')
+    backend, handle, name = launch_gang(slurm_cluster, slurm_image_engine, podman_env, code)
+    poll(
+        lambda: output(backend, handle, final=False).count("] ready"),
+        "every rank to be ready",
+        until=lambda ready: ready == 4,
+        timeout_s=60,
+        every_s=0.1,
+    )
+    backend.terminate(handle, grace_s=10)
+    assert wait_exit(backend, handle).status == RunStatus.EXITED
+    for rank in range(4):
+        assert (slurm_image_engine.workdir / f"{name}{rank}.term").read_text() == "checkpointed"
+
+
+@pytest.mark.containers
+def test_gpu_slots_in_an_image_are_the_gpus_slurm_gave_as_cdi_devices(
+    slurm_cluster, slurm_image_engine, podman_env
+):
+    if not slurm_cluster.gpus:
+        pytest.skip("the test cluster has no fake GPUs (mknod needs root)")
+    options = image_options(slurm_cluster, podman_env, slot_type="gpu", partition="other")
+    backend = SlurmBackend(options, pool="slurm")
+    handle, _ = launch(
+        slurm_image_engine, backend, "import os; print(os.environ['SHIPYARD_SLOT_IDS'])", slots=2
+    )
+    state = wait_exit(backend, handle)
+    text = output(backend, handle)
+    if state.exit_code == 0:  # a machine whose NVIDIA devices have a CDI spec
+        assert text == "gpu0,gpu1\n"
+    else:  # the fake GPUs have none: podman names the devices it was given
+        assert "unresolvable CDI devices" in text, text
+        assert "nvidia.com/gpu=0" in text and "nvidia.com/gpu=1" in text, text
+
+
+@pytest.mark.containers
+def test_an_image_the_master_cannot_find_fails_the_launch_saying_what_to_do(
+    slurm_cluster, slurm_engine, podman_env
+):
+    spec = spec_for(slurm_engine, "pass", {}, "no-image")
+    spec.image = "shipyard-test:missing"
+    backend = SlurmBackend(image_options(slurm_cluster, podman_env), pool="slurm")
+    with pytest.raises(ContainerError, match="image 'shipyard-test:missing' not found locally"):
+        backend.launch(spec)
+    no_podman = {**podman_env, "PATH": str(slurm_engine.workdir)}
+    backend = SlurmBackend(image_options(slurm_cluster, no_podman), pool="slurm")
+    with pytest.raises(ContainerError) as err:
+        backend.launch(spec)
+    assert str(err.value) == (
+        "environment.image on a Slurm pool needs `podman` on the master's PATH too: the "
+        "master looks up the image's id, which every node of the job then runs"
+    )
+    assert not JobFiles.for_log(spec.log_path or "").job_id.exists()  # nothing submitted
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "backends" / "slurm.md"

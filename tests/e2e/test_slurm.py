@@ -1,12 +1,15 @@
 """A real master with a Slurm pool (docs/backends/slurm.md's master.yaml) on the test session's
 one-node cluster: a random search runs its trials as Slurm jobs, a two-slot trial runs its
-ranks in one job, a job Slurm requeues resumes from its checkpoint, and a cluster that does
-not answer leaves the master running with the reason on its pool."""
+ranks in one job, a job Slurm requeues resumes from its checkpoint, a cluster that does not
+answer leaves the master running with the reason on its pool, and a search with an
+environment.image runs its trials in that image through Podman."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ import pytest
 from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
 from tests.e2e.master import CODE, Master
+from tests.fixtures.containers import MARKER, MARKER_TEXT
 from tests.fixtures.slurm import NODE_CPUS, SlurmCluster
 
 pytestmark = pytest.mark.slurm
@@ -133,13 +137,50 @@ def test_a_master_whose_slurm_cluster_does_not_answer_starts_and_says_why(slurm_
         m.stop()
 
 
-def test_a_container_image_is_refused_at_submit_on_a_slurm_pool(master):
-    config = replace(SLURM, image="shipyard-test:py3").config("in-a-container", "{steps: 2}")
-    r = master.post_experiment(config, CODE)
-    assert r.status_code == 422, r.text
-    (detail,) = r.json()["error"]["details"]
-    assert detail["path"] == "environment.image"
-    assert (
-        "is a slurm pool, which runs trials without containers: not supported yet"
-        in (detail["message"])
+@pytest.fixture(scope="module")
+def image_master(slurm_cluster, podman_env, tmp_path_factory) -> Iterator[Master]:
+    """A master of the doc's pool for images, its podman settings the session's podman root."""
+    block = doc_block("engine_env")
+    storage = "        CONTAINERS_STORAGE_CONF: /shared/containers/storage.conf\n"
+    assert storage in block and "slurm_conf: /etc/slurm/slurm.conf" in block
+    ours = "".join(f"        {name}: {value}\n" for name, value in podman_env.items())
+    config = block.replace(storage, ours).replace("/etc/slurm/slurm.conf", str(slurm_cluster.conf))
+    m = Master(tmp_path_factory.mktemp("slurm-images") / "home", config=config).start()
+    yield m
+    m.stop()
+
+
+@pytest.mark.containers
+def test_a_search_with_an_image_runs_its_trials_in_it_on_slurm(
+    slurm_cluster, image_master, podman_env, podman_marked_image
+):
+    # The doc's experiment: its trials read a file only the image has, then train.
+    config = (
+        doc_block("name: in-an-image")
+        .replace("python3 train.py", f"sh -c 'cat {MARKER} && exec python3 steps.py'")
+        .replace("localhost/train:1.4", podman_marked_image)
     )
+    exp = image_master.create(config + "max_restarts: 0\n", CODE)
+    done = image_master.wait(exp["id"], timeout=90)
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 2, done
+    inspected = subprocess.run(
+        ["podman", "image", "inspect", podman_marked_image],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **podman_env},
+        check=True,
+    )
+    image_id = json.loads(inspected.stdout)[0]["Id"]
+    jobs = slurm_jobs(slurm_cluster)
+    for summary in done["trials"]:
+        trial = image_master.trial(summary["id"])
+        logs = image_master.logs(trial["id"])
+        assert MARKER_TEXT in logs and "finished" in logs, logs
+        [run] = trial["runs"]
+        assert run["environment"]["runtime"] == "podman"
+        assert run["environment"]["image"] == podman_marked_image
+        assert run["environment"]["image_id"] == image_id
+        assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
+    shown = image_master.cli("trial", "describe", done["trials"][0]["id"])
+    assert shown.returncode == 0, shown.stderr
+    assert f"image_id={image_id}" in shown.stdout

@@ -33,6 +33,8 @@ RUNTIMES = ("docker", "podman")
 PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
 # Where the master's shipyard package is mounted inside, and put on PYTHONPATH.
 SHIPYARD_LIB = "/opt/shipyard/lib"
+# Podman's name of NVIDIA GPU N (CDI, from `nvidia-ctk cdi generate`): add "N".
+PODMAN_GPU = "nvidia.com/gpu="
 _CLI_TIMEOUT_S = 60.0
 
 
@@ -212,6 +214,15 @@ def mounts_for(spec: TrialLaunchSpec) -> list[Mount]:
     return mounts
 
 
+def ready_mounts(spec: TrialLaunchSpec) -> list[Mount]:
+    """mounts_for, with the checkpoint storage made: podman refuses to mount a missing path."""
+    mounts = mounts_for(spec)
+    base = _storage_base(spec.env)
+    if base:
+        os.makedirs(base, exist_ok=True)
+    return mounts
+
+
 def container_env(spec: TrialLaunchSpec) -> dict[str, str]:
     """The trial's environment inside: shipyard importable, GPU slots as the container sees
     them (its GPUs are numbered from 0)."""
@@ -230,7 +241,7 @@ def gpu_args(runtime: str, spec: TrialLaunchSpec) -> list[str]:
     if runtime == "docker":
         # The quotes keep the comma inside one value of --gpus' CSV syntax.
         return ["--gpus", f'"device={",".join(indexes)}"']
-    return [arg for i in indexes for arg in ("--device", f"nvidia.com/gpu={i}")]  # CDI
+    return [arg for i in indexes for arg in ("--device", f"{PODMAN_GPU}{i}")]
 
 
 def user_args(runtime: str) -> list[str]:
@@ -243,24 +254,21 @@ def user_args(runtime: str) -> list[str]:
     return ["--userns", "keep-id"]  # rootless podman: the same uid inside
 
 
-def run_argv(
-    runtime: ContainerRuntime,
+def run_options(
+    exe: str,
     spec: TrialLaunchSpec,
     *,
     mounts: list[Mount],
-    name: str,
-    image_ref: str,
+    name: str | None,
     env_file: str,
     env_names: list[str],
-    extra_args: list[str],
 ) -> list[str]:
-    """The `docker run` / `podman run` command line (values of variables are not on it)."""
-    argv = [
-        runtime.exe,
-        "run",
-        "--rm",
-        "--name",
-        name,
+    """`<exe> run` and the options of every trial's container, up to its GPUs, user, the
+    extra arguments and the image. ``name`` None: the caller names it itself."""
+    argv = [exe, "run", "--rm"]
+    if name is not None:
+        argv += ["--name", name]
+    argv += [
         "--label",
         f"shipyard.trial-id={spec.trial_id}",
         "--label",
@@ -279,8 +287,48 @@ def run_argv(
         argv += ["--env", var]  # the value comes from the CLI's environment
     for mount in mounts:
         argv += ["--volume", mount.volume_arg()]
+    return argv
+
+
+def run_argv(
+    runtime: ContainerRuntime,
+    spec: TrialLaunchSpec,
+    *,
+    mounts: list[Mount],
+    name: str,
+    image_ref: str,
+    env_file: str,
+    env_names: list[str],
+    extra_args: list[str],
+) -> list[str]:
+    """The `docker run` / `podman run` command line (values of variables are not on it)."""
+    argv = run_options(
+        runtime.exe, spec, mounts=mounts, name=name, env_file=env_file, env_names=env_names
+    )
     argv += gpu_args(runtime.name, spec) + user_args(runtime.name) + list(extra_args)
     return [*argv, image_ref, *spec.argv]
+
+
+def write_env_file(env: Mapping[str, str], path: Path) -> dict[str, str]:
+    """Write the variables to ``path`` (mode 0600: values may be secrets) for `--env-file`,
+    one line each; returns those that must go through the CLI's environment instead
+    (`--env NAME`, never on the command line): a value with a newline, and the secrets,
+    which are kept out of files."""
+    secret_names = set(env.get(MASK_ENV, "").split(","))
+    via_cli = {k: v for k, v in env.items() if "\n" in v or "\r" in v or k in secret_names}
+    path.unlink(missing_ok=True)  # a new file gets mode 0600, an old one keeps its own
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.writelines(f"{k}={v}\n" for k, v in env.items() if k not in via_cli)
+    return via_cli
+
+
+def image_environment(runtime: str, image: str, info: ImageInfo) -> dict[str, str]:
+    """What a run records of its image (Handle.ENVIRONMENT): `trial describe` shows it."""
+    environment = {"runtime": runtime, "image": image, "image_id": info.id}
+    if info.digest:
+        environment["image_digest"] = info.digest
+    return environment
 
 
 @dataclass
@@ -299,21 +347,9 @@ def prepare(
     command. Raises ContainerError with what to do."""
     assert spec.image is not None
     image = runtime.inspect_image(spec.image)
-    mounts = mounts_for(spec)
-    base = _storage_base(spec.env)
-    if base:
-        os.makedirs(base, exist_ok=True)  # podman refuses to mount a missing path
-    env = container_env(spec)
-    # An env file holds one line a variable: a value with a newline goes through the CLI's
-    # environment instead (`--env NAME`), never on the command line; so do secrets, which
-    # are kept out of files.
-    secret_names = set(env.get(MASK_ENV, "").split(","))
-    via_cli = {k: v for k, v in env.items() if "\n" in v or "\r" in v or k in secret_names}
+    mounts = ready_mounts(spec)
     env_file = Path(f"{exit_file}.env")
-    env_file.unlink(missing_ok=True)  # a new file gets mode 0600, an old one keeps its own
-    fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.writelines(f"{k}={v}\n" for k, v in env.items() if k not in via_cli)
+    via_cli = write_env_file(container_env(spec), env_file)
     name = container_name(spec)
     argv = run_argv(
         runtime,
@@ -325,9 +361,7 @@ def prepare(
         env_names=sorted(via_cli),
         extra_args=extra_args,
     )
-    environment = {"runtime": runtime.name, "image": spec.image, "image_id": image.id}
-    if image.digest:
-        environment["image_digest"] = image.digest
+    environment = image_environment(runtime.name, spec.image, image)
     data = {
         "container": {"runtime": runtime.name, "name": name, "env_file": str(env_file)},
         Handle.ENVIRONMENT: environment,

@@ -3,7 +3,8 @@
 One trial run is one job: one task on one node with the trial's slots (CPUs, or GPUs of the
 pool's gres); a multi-slot trial runs its ranks on that node through its launcher. A trial
 larger than any node spans several: srun starts one task (the launcher) per node, each with
-an equal share of the slots and the multi-node variables of launch/_nodes.py. The batch
+an equal share of the slots and the multi-node variables of launch/_nodes.py. A trial with
+an environment.image runs in it through podman on each node (images.py). The batch
 script (script.py) and the job's output, exit code and requeue marker are files next to the
 run's log, so the log and the working dir must be on a file system the master and the nodes
 share. Slurm may requeue a job (preemption, node failure): the backend then reports the run
@@ -24,6 +25,7 @@ from shipyard.backends.base import (
     Backend,
     Handle,
     LogSource,
+    RunsImages,
     RunState,
     RunStatus,
     Slot,
@@ -31,6 +33,7 @@ from shipyard.backends.base import (
 )
 from shipyard.backends.health import BackgroundProbe
 from shipyard.backends.logfile import read_lines
+from shipyard.backends.slurm import images
 from shipyard.backends.slurm.commands import SlurmCommandError, SlurmCommands
 from shipyard.backends.slurm.jobs import LIVE, JobInfo, JobTable, ended_record
 from shipyard.backends.slurm.nodes import make_slots, nodes_for, slots_per_node
@@ -43,6 +46,8 @@ log = logging.getLogger(__name__)
 
 HEALTH_MAX_AGE_S = 5.0
 _ESCALATE_POLL_S = 0.5
+# After the kill file: the nodes' watchers look for it every second.
+_KILL_FILE_WAIT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class _Health:
     unreachable: str | None = None  # why no Slurm command can answer now
 
 
-class SlurmBackend(Backend, LogSource):
+class SlurmBackend(Backend, LogSource, RunsImages):
     name = "slurm"
 
     def __init__(self, options: SlurmOptions, pool: str) -> None:
@@ -123,9 +128,13 @@ class SlurmBackend(Backend, LogSource):
         spanned = self._nodes_for(len(spec.slots))
         files = JobFiles.for_log(spec.log_path or str(Path(spec.workdir) / "trial.log"))
         files.log.parent.mkdir(parents=True, exist_ok=True)
-        for stale in (files.exit, files.preempted, files.job_id):
+        for stale in (files.exit, files.preempted, files.job_id, files.kill, files.env):
             stale.unlink(missing_ok=True)
-        script = batch_script(spec, files, self.options, nodes=spanned)
+        image = None
+        if spec.image:
+            per_node = len(spec.slots) // spanned
+            image = images.prepare(spec, self.options.containers, files.env, per_node)
+        script = batch_script(spec, files, self.options, nodes=spanned, image=image)
         write_atomically(files.script, script, mode=0o600)
         try:
             out = self._commands.run("sbatch", *sbatch_args(spec, files, self.options, spanned))
@@ -139,7 +148,12 @@ class SlurmBackend(Backend, LogSource):
         write_atomically(files.job_id, f"{job_id}\n", mode=0o644)
         self._jobs.follow(job_id)
         log.info("trial %s run %s is Slurm job %s", spec.trial_id, spec.run_id, job_id)
-        return Handle(backend=self.name, data=files.handle_data(job_id))
+        data = files.handle_data(job_id)
+        if spanned > 1:
+            data["nodes"] = spanned
+        if image:
+            data[Handle.ENVIRONMENT] = {**image.environment, "job_id": job_id}
+        return Handle(backend=self.name, data=data)
 
     def _nodes_for(self, count: int) -> int:
         """How many nodes the trial spans (the node groups of its gang)."""
@@ -251,27 +265,46 @@ class SlurmBackend(Backend, LogSource):
         if job.state == "PENDING":
             self._cancel(job_id)  # nothing runs yet to be told
             return
+        # One node: the trial runs in the batch script (--full: its children, not only the
+        # script). A gang runs in srun's tasks: signal those only, as srun would kill its
+        # tasks at once on a SIGTERM of its own.
+        full = ["--full"] if int(handle.data.get("nodes", 1)) == 1 else []
         try:
-            # --full: the batch script's children too (the trial), not only the script.
-            self._commands.run("scancel", "--signal=TERM", "--full", str(job_id))
+            self._commands.run("scancel", "--signal=TERM", *full, str(job_id))
         except SlurmCommandError as exc:
             log.warning("SIGTERM to Slurm job %s failed: %s", job_id, exc)
         threading.Thread(
-            target=self._escalate, args=(job_id, grace_s), daemon=True, name=f"scancel-{job_id}"
+            target=self._escalate,
+            args=(job_id, JobFiles.for_log(handle.data["log_path"]), grace_s),
+            daemon=True,
+            name=f"scancel-{job_id}",
         ).start()
 
-    def _escalate(self, job_id: int, grace_s: float) -> None:
-        deadline = time.monotonic() + grace_s
+    def _escalate(self, job_id: int, files: JobFiles, grace_s: float) -> None:
+        if self._ends_within(job_id, grace_s) is not False:
+            return  # it ended within the grace, or the backend closed
+        # A container outlives the SIGKILL Slurm gives its CLI: each node's watcher kills it
+        # when this file appears (images.py), and the job ends with it (an image run has
+        # an env file).
+        write_atomically(files.kill, "grace over\n", mode=0o644)
+        if files.env.exists() and self._ends_within(job_id, _KILL_FILE_WAIT_S) is not False:
+            return
+        self._cancel(job_id)
+
+    def _ends_within(self, job_id: int, seconds: float) -> bool | None:
+        """Whether the job ends (or starts completing) within ``seconds``; None if the
+        backend closed meanwhile."""
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self._closed.wait(min(_ESCALATE_POLL_S, max(0.0, deadline - time.monotonic()))):
-                return
+                return None
             try:
                 job = self._jobs.get(job_id)
             except SlurmCommandError:
                 continue
             if job is None or job.state not in LIVE or job.state == "COMPLETING":
-                return  # it ended within the grace
-        self._cancel(job_id)
+                return True
+        return False
 
     def _cancel(self, job_id: int) -> None:
         """End the job: Slurm signals what is left (SIGTERM, then SIGKILL after its

@@ -1,4 +1,5 @@
-"""The pool's slots from its partition's nodes (sinfo): CPUs, or GPUs of the pool's gres."""
+"""The pool's slots from its partition's nodes (sinfo): CPUs, or GPUs of the pool's gres; the
+variables a node sets for the job itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from shipyard.backends.slurm.options import SlurmOptions
 
 # One gres of a node in sinfo's %G: "gpu:2", "gpu:a100:4", "gpu:a100:4(S:0-1)".
 _GRES_ENTRY = re.compile(r"([A-Za-z0-9_.-]+)(?::([A-Za-z0-9_.-]+))?:(\d+)")
+# The job's own view of the node: Slurm sets these for what it allocated, the master's
+# values are of another machine. SHIPYARD_SLOT_IDS is computed on the node.
+_NODE_OWNED = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES")
+
+
+def node_owned(variable: str) -> bool:
+    """Whether the node, not the master, sets this variable of a trial's job."""
+    return (
+        variable in _NODE_OWNED or variable == "SHIPYARD_SLOT_IDS" or variable.startswith("SLURM_")
+    )
 
 
 def slots_per_node(commands: SlurmCommands, options: SlurmOptions) -> dict[str, int]:

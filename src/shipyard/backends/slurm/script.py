@@ -1,9 +1,10 @@
 """A trial as a Slurm batch job: the files next to its log, the batch script, sbatch's arguments.
 
 The script runs on the node: it exports the trial's environment, names the slots Slurm gave
-(SHIPYARD_SLOT_IDS), runs the trial's argv in its working dir and writes the exit code to a
-file, which survives a restart of the master and outlives Slurm's memory of the job. Every
-user value is shell-quoted; the script is mode 0600 because the environment may hold secrets.
+(SHIPYARD_SLOT_IDS), runs the trial's argv in its working dir (in its image, through
+images.py, when it has one) and writes the exit code to a file, which survives a restart of
+the master and outlives Slurm's memory of the job. Every user value is shell-quoted; the
+script is mode 0600 because the environment may hold secrets.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from shipyard.backends.base import SHELL_SIGNAL_AS_NEGATIVE, TrialLaunchSpec
+from shipyard.backends.slurm.images import JobImage, run_lines
+from shipyard.backends.slurm.nodes import node_owned
 from shipyard.backends.slurm.options import SlurmOptions
 from shipyard.common.files import read_int
 
 # Exit code of a run whose script could not start the trial (no working dir, no GPUs).
 EXIT_SETUP = 125
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# The job's own view of the node: Slurm sets these for what it allocated, the master's
-# values are of another machine. SHIPYARD_SLOT_IDS is computed on the node.
-_NODE_OWNED = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class JobFiles:
     exit: Path  # the exit code, written by the script when the trial ends
     preempted: Path  # why Slurm took the job back (requeue), written once it is known
     job_id: Path  # the job id: finds a job the master submitted but never recorded
+    env: Path  # a container's variables (images.py)
+    kill: Path  # written by the master when its grace is over: kill the trial's container
 
     @classmethod
     def for_log(cls, log_path: str) -> JobFiles:
@@ -45,6 +47,8 @@ class JobFiles:
             exit=log.with_suffix(".exit"),
             preempted=log.with_suffix(".preempted"),
             job_id=log.with_suffix(".jobid"),
+            env=log.with_suffix(".env"),
+            kill=log.with_suffix(".kill"),
         )
 
     def exit_code(self) -> int | None:
@@ -69,12 +73,19 @@ class JobFiles:
 
 
 def batch_script(
-    spec: TrialLaunchSpec, files: JobFiles, options: SlurmOptions, nodes: int = 1
+    spec: TrialLaunchSpec,
+    files: JobFiles,
+    options: SlurmOptions,
+    nodes: int = 1,
+    image: JobImage | None = None,
 ) -> str:
     q = shlex.quote
+    # In an image the trial's variables are in the env file: the node's shell gets only what
+    # podman needs (its settings, and the values it passes on by name).
+    variables = image.cli_env if image else spec.env
     exports, skipped = [], []
-    for key, value in spec.env.items():
-        if key in _NODE_OWNED or key == "SHIPYARD_SLOT_IDS" or key.startswith("SLURM_"):
+    for key, value in variables.items():
+        if node_owned(key):
             continue
         if _NAME.match(key):
             exports.append(f"export {key}={q(value)}")
@@ -109,6 +120,7 @@ def batch_script(
         lines.append("export SHIPYARD_SLOT_IDS")
     else:
         lines += _rendezvous(nodes)
+    gpus = options.slot_type == "gpu"
     lines += [
         f"cd {q(spec.workdir)} || {{ record {EXIT_SETUP}; exit {EXIT_SETUP}; }}",
         "# scancel --signal=TERM --full signals the trial itself; the script lives on to",
@@ -118,19 +130,27 @@ def batch_script(
         f"set -- {shlex.join(spec.argv)}",
     ]
     if nodes == 1:
-        lines.append('"$@"')
+        if image:
+            lines += run_lines(image, files.kill, gpus=gpus, gang=False)
+        else:
+            lines += ['"$@"', "code=$?"]
     else:
         # One task a node, each naming its own slots; one failing task ends them all.
         per_task = _slot_ids(per_node, options, fail=f"exit {EXIT_SETUP}") + [
             "export SHIPYARD_SLOT_IDS",
             "SHIPYARD_NODE_RANK=$SLURM_NODEID; export SHIPYARD_NODE_RANK",
-            'exec "$@"',
         ]
-        lines.append(
+        if image:  # the task outlives a SIGTERM, as the script does, to end with the trial
+            per_task += ["trap : TERM", *run_lines(image, files.kill, gpus=gpus, gang=True)]
+            per_task.append('exit "$code"')
+        else:
+            per_task.append('exec "$@"')
+        lines += [
             f"srun --nodes={nodes} --ntasks={nodes} --ntasks-per-node=1 --kill-on-bad-exit=1 "
-            f'sh -c {q(chr(10).join(per_task))} shipyard-node "$@"'
-        )
-    lines += ["code=$?", SHELL_SIGNAL_AS_NEGATIVE, 'record "$rec"', 'exit "$code"']
+            f'sh -c {q(chr(10).join(per_task))} shipyard-node "$@"',
+            "code=$?",
+        ]
+    lines += [SHELL_SIGNAL_AS_NEGATIVE, 'record "$rec"', 'exit "$code"']
     return "\n".join(lines) + "\n"
 
 
