@@ -5,7 +5,9 @@ and a cluster it cannot reach."""
 
 from __future__ import annotations
 
+import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,6 +99,67 @@ def test_one_pod_job_carries_the_trial_as_kubernetes_would_run_it(tmp_path):
     assert mounts[spec.workdir] == (spec.workdir, False)
     assert mounts[str(tmp_path / "checkpoints")] == (str(tmp_path / "checkpoints"), False)
     assert mounts["/opt/shipyard/lib/shipyard"][1] is True
+
+
+def test_a_pod_that_shares_nothing_mounts_nothing_of_the_masters(tmp_path):
+    """The spec the master makes for a pool without shared_fs: the entry fetches the code, so
+    the Pod has no working dir, no package on PYTHONPATH and no hostPath of the master's;
+    only the node's code cache and the experiment's own (absolute) bind mounts."""
+    spec = make_spec(tmp_path, SHIPYARD_CONTEXT_ID="ab12", SHIPYARD_SHIP_LOGS="1")
+    spec = replace(
+        spec,
+        argv=["python3", "-m", "shipyard.launch.entry", "--", "python3", "train.py"],
+        workdir="",
+        shares_files=False,
+        bind_mounts=[{"host_path": "/data", "container_path": "/data", "read_only": True}],
+    )
+    options = KubernetesOptions(slot_type="cpu", code_cache_dir="/var/cache/shipyard")
+    [manifest] = build(spec, options, rendezvous=no_rendezvous, host_network=False).jobs
+    pod = deserialize(manifest, "V1Job").spec.template.spec
+    [container] = pod.containers
+    assert container.command[:4] == ["python3", "-m", "shipyard.launch.entry", "--"]
+    assert container.working_dir is None
+    env = {e.name: e.value for e in container.env}
+    assert "PYTHONPATH" not in env and env["SHIPYARD_CACHE_DIR"] == "/var/cache/shipyard"
+    volumes = {v.name: v.host_path for v in pod.volumes}
+    mounts = {m.mount_path: volumes[m.name] for m in container.volume_mounts}
+    assert {path: (v.path, v.type) for path, v in mounts.items()} == {
+        "/data": ("/data", None),
+        "/var/cache/shipyard": ("/var/cache/shipyard", "DirectoryOrCreate"),
+    }
+
+
+def test_the_runs_credentials_are_in_a_secret_not_in_the_pod_spec(tmp_path):
+    storage = json.dumps({"type": "s3", "bucket": "b", "secret_key": "s3-secret-value"})
+    spec = make_spec(
+        tmp_path,
+        slots=2,
+        SHIPYARD_TASK_TOKEN="task-token-value",
+        SHIPYARD_CHECKPOINT_STORAGE=storage,
+        WANDB_API_KEY="wandb-value",
+        SHIPYARD_MASK_ENV="WANDB_API_KEY",
+    )
+    options = KubernetesOptions(slot_type="cpu", slots_per_pod=1)
+    made = build(spec, options, rendezvous=lambda run: ("g0", 29400), host_network=False)
+    jobs = json.dumps(made.jobs)
+    assert not [v for v in ("task-token-value", "s3-secret-value", "wandb-value") if v in jobs]
+    secret = deserialize(made.secret, "V1Secret")
+    assert secret.metadata.name == f"{made.name}-env"
+    assert secret.metadata.labels[RUN_LABEL] == made.name  # deleted with the run's objects
+    decoded = {k: base64.b64decode(v).decode() for k, v in secret.data.items()}
+    assert decoded == {
+        "SHIPYARD_TASK_TOKEN": "task-token-value",
+        "SHIPYARD_CHECKPOINT_STORAGE": storage,
+        "WANDB_API_KEY": "wandb-value",
+    }
+    for job in made.jobs:  # every rank group's Pod reads them from the Secret
+        [container] = deserialize(job, "V1Job").spec.template.spec.containers
+        refs = {e.name: e.value_from.secret_key_ref for e in container.env if e.value_from}
+        assert {n: (r.name, r.key) for n, r in refs.items()} == {
+            n: (secret.metadata.name, n) for n in decoded
+        }
+    plain = build(make_spec(tmp_path), options, rendezvous=no_rendezvous, host_network=False)
+    assert plain.secret is None or "SHIPYARD_TASK_TOKEN" not in plain.secret["data"]
 
 
 def test_gpu_slots_ask_for_the_pools_gpu_resource(tmp_path):

@@ -216,6 +216,12 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("trial_heartbeat", {"path_parameters": live, "body": run}),
         ("report_trial_run_error", {"path_parameters": live, "body": {**run, "message": "m"}}),
         ("get_trial_signals", {"path_parameters": live}),
+        ("get_trial_context", {"path_parameters": live}),
+        ("get_trial_config", {"path_parameters": live}),
+        (
+            "send_trial_logs",
+            {"path_parameters": live, "body": {**run, "first_line": 0, "lines": ["l"]}},
+        ),
         ("get_master", {}),
         ("list_resource_pools", {}),
         ("list_slots", {}),

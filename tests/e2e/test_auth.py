@@ -30,6 +30,9 @@ TRIAL_SIDE = {
     ("POST", "/api/v1/trials/{trial_id}/heartbeat"),
     ("POST", "/api/v1/trials/{trial_id}/run-error"),
     ("GET", "/api/v1/trials/{trial_id}/signals"),
+    ("GET", "/api/v1/trials/{trial_id}/context"),
+    ("GET", "/api/v1/trials/{trial_id}/config"),
+    ("POST", "/api/v1/trials/{trial_id}/logs"),
 }
 LONG = """
 name: long

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
@@ -96,6 +97,19 @@ def test_a_paused_trial_checkpoints_and_resumes_in_a_new_actor(master):
     assert first.endswith("-run-1") and second.endswith("-run-2")
 
 
+def test_a_ray_trial_checkpoints_into_s3_and_resumes_from_there(master, s3_server, s3_bucket):
+    """No shared path for checkpoints: the actor writes them to the bucket, and the next run
+    (a new actor) restores from it."""
+    storage = yaml.safe_dump({"checkpoint_storage": s3_server.storage(s3_bucket, "ray")})
+    exp, trial_id = RAY.start_trial(master, "ray-s3", e2e.PAUSABLE, 8, extra=storage)
+    e2e.pause_then_resume(master, exp["id"], trial_id)
+    kept = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
+    assert kept and all(c["storage_path"].startswith(f"s3://{s3_bucket}/ray/") for c in kept)
+    listed = s3_server.client().list_objects_v2(Bucket=s3_bucket, Prefix="ray/")
+    stored = {o["Key"].split("/")[1] for o in listed.get("Contents", [])}
+    assert {c["uuid"] for c in kept} <= stored
+
+
 def test_a_restarted_master_reattaches_a_running_ray_trial(master):
     exp, trial_id = RAY.start_trial(
         master, "ray-reattach", "{steps: 30, ckpt_every: 5, sleep: 0.2}", steps=3
@@ -115,7 +129,7 @@ def test_a_container_image_is_refused_at_submit_on_a_ray_pool(master):
         "is a ray pool, which runs trials without containers: not supported yet"
         in detail["message"]
     )
-    assert detail["message"].endswith("use a local or kubernetes pool")
+    assert detail["message"].endswith("use a local or slurm or kubernetes pool")
 
 
 def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path):

@@ -51,6 +51,10 @@ class TrialLaunchSpec:
     # The experiment's bind_mounts ({host_path, container_path, read_only, propagation}): a
     # container backend mounts them; a process on the host sees the host's files anyway.
     bind_mounts: list[dict[str, Any]] = field(default_factory=list)
+    # False: the trial runs where the master's disk is not (Backend.shares_masters_files):
+    # argv starts shipyard.launch.entry, which fetches the code and config over HTTP and
+    # sends the output back; workdir is empty and nothing of the master's may be mounted.
+    shares_files: bool = True
 
 
 @dataclass
@@ -107,6 +111,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def recover(self, handle_data: dict[str, Any]) -> Handle | None:
         """Re-attach to a trial launched before a master restart, or None if it is gone."""
+
+    def shares_masters_files(self, slots: list[Slot]) -> bool:
+        """Whether a trial on these slots sees the master's disk at the master's paths (its
+        working directory, the experiment config, shared_fs checkpoints, its log file). A
+        backend whose nodes do not gets specs with ``shares_files`` false."""
+        return True
 
     def find_launch(self, log_path: str) -> Handle | None:
         """Find a trial launched with this spec.log_path whose handle the master never

@@ -65,11 +65,18 @@ class PooledBackend(Backend, LogSource):
         """Why this pool's engine cannot run trials now, or None."""
         return self.backend_of_pool(pool).health()
 
-    def launch(self, spec: TrialLaunchSpec) -> Handle:
-        keys = {self._slots[s.id][0] for s in spec.slots}
+    def _pool_key(self, slots: list[Slot]) -> str:
+        keys = {self._slots[s.id][0] for s in slots}
         if len(keys) != 1:
             raise ValueError(f"a trial's slots must come from one pool, got {sorted(keys)}")
-        (key,) = keys
+        return keys.pop()
+
+    def shares_masters_files(self, slots: list[Slot]) -> bool:
+        key = self._pool_key(slots)
+        return self._backends[key].shares_masters_files([self._slots[s.id][1] for s in slots])
+
+    def launch(self, spec: TrialLaunchSpec) -> Handle:
+        key = self._pool_key(spec.slots)
         inner = dataclasses.replace(spec, slots=[self._slots[s.id][1] for s in spec.slots])
         handle = self._backends[key].launch(inner)
         handle.data["pool"] = key

@@ -272,6 +272,21 @@ class LogPage(BaseModel):
     done: bool  # the trial (or experiment) has ended and every line has been read
 
 
+class LogBatch(BaseModel):
+    """Lines of a run's output sent by the run itself (shipyard.launch.entry), numbered per
+    (run, source) from 0: lines the master already has are skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_id: int = Field(ge=1)
+    source: int = Field(0, ge=0, le=1_000_000, description="the node of the gang that sent them")
+    first_line: int = Field(ge=0, description="the number of the first of these lines")
+    lines: list[str] = Field(max_length=100_000)
+
+
+class LogBatchStored(BaseModel):
+    stored: int  # lines new to the master (the rest it had already)
+
+
 class MetricPoint(BaseModel):
     steps_completed: int
     value: float | None

@@ -85,16 +85,8 @@ class JsonHttp:
         if payload is not None:
             headers["Content-Type"] = "application/json"
         url = f"{self.base_url}{path}"
-        try:
-            conn = self._connection(self._timeout_s if timeout_s is None else timeout_s)
-            response = conn.request(method, self._prefix + path, payload, headers)
-            raw = response.body
-        except (OSError, ValueError) as exc:
-            # The connection may be half-dead (master restarted): start a new one next time.
-            self._drop_connection()
-            raise MasterUnavailable(f"{method} {url} failed: {exc!r}") from exc
-        if response.getheader("Connection", "").lower() == "close":
-            self._drop_connection()
+        response = self._send(method, path, payload, headers, timeout_s)
+        raw = response.body
         status = response.status
         try:
             answer = json.loads(raw) if raw else None
@@ -109,6 +101,41 @@ class JsonHttp:
         if status >= 400:
             raise _typed_error(status, answer, raw, f"{method} {url}")
         return answer
+
+    def download(self, path: str, *, timeout_s: float | None = None) -> bytes:
+        """GET a file the master serves as bytes (a code snapshot), read whole."""
+        url = f"{self.base_url}{path}"
+        response = self._send("GET", path, None, dict(self._auth), timeout_s)
+        if response.status < 400:
+            return response.body
+        try:
+            answer = json.loads(response.body)
+        except ValueError:
+            answer = None
+        if response.status >= 500:
+            raise MasterUnavailable(
+                f"GET {url} answered {response.status}: {_message(answer, response.body)}"
+            )
+        raise _typed_error(response.status, answer, response.body, f"GET {url}")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        payload: bytes | None,
+        headers: dict[str, str],
+        timeout_s: float | None,
+    ) -> Any:
+        try:
+            conn = self._connection(self._timeout_s if timeout_s is None else timeout_s)
+            response = conn.request(method, self._prefix + path, payload, headers)
+        except (OSError, ValueError) as exc:
+            # The connection may be half-dead (master restarted): start a new one next time.
+            self._drop_connection()
+            raise MasterUnavailable(f"{method} {self.base_url}{path} failed: {exc!r}") from exc
+        if response.getheader("Connection", "").lower() == "close":
+            self._drop_connection()
+        return response
 
 
 def _message(answer: Any, raw: bytes) -> str:

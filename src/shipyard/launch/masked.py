@@ -79,21 +79,41 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # fail closed: never run unmasked
         print(f"shipyard: cannot read the run's secrets: {exc}", file=sys.stderr)
         return EXIT_CANNOT_START
+    return exit_as(run_relayed(command, sys.stdout.buffer, masker))
+
+
+def run_relayed(
+    command: list[str],
+    out,
+    masker: Masker,
+    *,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+) -> int:
+    """Run CMD with its output going through the masker to ``out`` (anything with write and
+    flush), signals forwarded; its exit status (-N for a death by signal N)."""
     read_end, write_end = os.pipe()
     try:
-        proc = subprocess.Popen(command, stdout=write_end, stderr=write_end)
+        proc = subprocess.Popen(command, stdout=write_end, stderr=write_end, cwd=cwd, env=env)
     except OSError as exc:
+        os.close(read_end)
         print(f"shipyard: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         return EXIT_CANNOT_START
     finally:
         os.close(write_end)  # CMD holds it now: the pipe ends when CMD (and its children) do
     for sig in _FORWARDED:
         signal.signal(sig, lambda signum, _frame: _send(proc, signum))
-    relay = _Relay(read_end, sys.stdout.buffer, masker)
+    relay = _Relay(read_end, out, masker)
     relay.thread.start()
     code = proc.wait()
     relay.finish()
-    if code < 0:  # died of a signal: die of the same one, so the status reads the same
+    return code
+
+
+def exit_as(code: int) -> int:
+    """Leave as CMD did: a death by signal N is the same death here, so the status reads the
+    same to whoever waits for this process."""
+    if code < 0:
         with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be changed
             signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)

@@ -275,6 +275,18 @@ class LogLine(Base):
     time: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
+class LogCursor(Base):
+    """How many lines of a run's output from one source (a node of its gang) the master has
+    stored, when the run sends them over HTTP (migration 0011): a batch sent again is
+    stored once."""
+
+    __tablename__ = "log_cursors"
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lines: Mapped[int] = mapped_column(Integer, default=0)
+
+
 class User(Base):
     """A person or a service account (migration 0009). A user without a password hash
     cannot log in with a password (an owner name carried over from before users existed,

@@ -82,6 +82,8 @@ class ApiCluster(Cluster):
     def create(self, manifests: RunManifests) -> None:
         try:
             # The client sends a dict body as it is: the manifests Podman plays, unchanged.
+            if manifests.secret:  # first: the Pods' variables refer to it
+                self.core.create_namespaced_secret(self.namespace, manifests.secret)  # type: ignore[arg-type]
             if manifests.service:
                 self.core.create_namespaced_service(self.namespace, manifests.service)  # type: ignore[arg-type]
             for job in manifests.jobs:
@@ -138,6 +140,7 @@ class ApiCluster(Cluster):
             for service in services.items:
                 assert service.metadata is not None and service.metadata.name is not None
                 self.core.delete_namespaced_service(service.metadata.name, self.namespace)
+            self.core.delete_collection_namespaced_secret(self.namespace, label_selector=selector)
         except ApiException as exc:
             if exc.status != 404:
                 raise ClusterError(f"cannot delete the trial's objects: {exc.reason}") from exc

@@ -113,6 +113,9 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
 
     # -- running -----------------------------------------------------------------------------
 
+    def shares_masters_files(self, slots: list[Slot]) -> bool:
+        return self.options.shared_fs
+
     def launch(self, spec: TrialLaunchSpec) -> Handle:
         cluster = self._require_cluster()
         from shipyard.backends.kubernetes.manifests import build  # the client: imported here
@@ -124,7 +127,8 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
             host_network=self.options.host_network or cluster.needs_host_network,
         )
         log_path = spec.log_path or str(Path(spec.workdir) / "trial.log")
-        self._logs.start(log_path)  # a run of the same name from before: start clean
+        if spec.shares_files:  # else the run sends its output to the master itself
+            self._logs.start(log_path)  # a run of the same name from before: start clean
         cluster.create(manifests)
         engine = "podman kube play" if self.options.engine == "podman" else "kubernetes"
         return Handle(
@@ -134,6 +138,8 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
                     "run": manifests.name,
                     "groups": len(manifests.jobs),
                     "log_path": log_path,
+                    # the run sends its output to the master itself (shipyard.launch.entry)
+                    "ships_logs": not spec.shares_files,
                 },
                 Handle.ENVIRONMENT: {
                     "engine": engine,
@@ -194,8 +200,8 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
     def release(self, handle: Handle) -> None:
         info = handle.data["kubernetes"]
         try:
-            # The Pods' logs go with them: copy the last lines first.
-            self._mirror(info["run"], info["groups"], info["log_path"], final=True)
+            if not info.get("ships_logs"):  # the Pods' logs go with them: copy them first
+                self._mirror(info["run"], info["groups"], info["log_path"], final=True)
             self._require_cluster().remove(info["run"])
         except ClusterError as exc:
             log.warning("Kubernetes pool %r: %s", self.pool, exc)
@@ -219,6 +225,8 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
 
     def read_output(self, handle: Handle, offset: int, final: bool = False) -> tuple[bytes, int]:
         info = handle.data["kubernetes"]
+        if info.get("ships_logs"):
+            return b"", offset
         self._mirror(info["run"], info["groups"], info["log_path"], final)
         return read_lines(info["log_path"], offset, final)
 

@@ -36,11 +36,14 @@ class PodState:
 @dataclass(frozen=True)
 class RunManifests:
     """Everything one run creates: a Job per rank group (and a headless Service when the
-    groups must find each other by name)."""
+    groups must find each other by name, and a Secret when it has credentials)."""
 
     name: str
     jobs: list[dict[str, Any]]
     service: dict[str, Any] | None = None
+    # The run's credentials (task token, S3 keys, its secrets' values) as a Secret the
+    # Pods' variables refer to, made before them and deleted with them.
+    secret: dict[str, Any] | None = None
 
 
 class Cluster(abc.ABC):

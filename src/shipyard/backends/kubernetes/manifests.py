@@ -10,6 +10,7 @@ plus the multi-node variables of launch/_nodes.py when there are several groups.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import inspect
 import json
@@ -23,8 +24,10 @@ from kubernetes import client
 from shipyard.backends.base import TrialLaunchSpec
 from shipyard.backends.kubernetes.cluster import GROUP_LABEL, RUN_LABEL, RunManifests
 from shipyard.backends.kubernetes.options import KubernetesOptions
-from shipyard.backends.local.containers import container_env, mounts_for
+from shipyard.backends.local.containers import Mount, container_env, mounts_for
 from shipyard.common.errors import ConfigError
+from shipyard.common.masking import MASK_ENV
+from shipyard.common.node_env import CACHE_ENV
 
 CONTAINER = "trial"
 _PROPAGATION = {  # docker's bind propagation -> Kubernetes' mountPropagation
@@ -34,6 +37,17 @@ _PROPAGATION = {  # docker's bind propagation -> Kubernetes' mountPropagation
     "shared": "Bidirectional",
 }
 _SERIALIZER = client.ApiClient()
+# Credentials a trial gets besides its secrets' variables (named in MASK_ENV): its task
+# token, the checkpoint storage (S3 keys) and AWS's own variables.
+CREDENTIALS = frozenset(
+    {
+        "SHIPYARD_TASK_TOKEN",
+        "SHIPYARD_CHECKPOINT_STORAGE",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+    }
+)
 
 
 def run_name(spec: TrialLaunchSpec) -> str:
@@ -70,8 +84,13 @@ def build(
     kind = spec.slots[0].kind if spec.slots else "cpu"
     meet = rendezvous(name) if len(sizes) > 1 else None
     jobs = []
+    credentials = credential_names(spec.env)
+    hidden: dict[str, str] = {}
     for group, size in enumerate(sizes):
-        env = container_env(spec)
+        # Sharing nothing, the image has shipyard installed: no package mounted, no path.
+        env = container_env(spec) if spec.shares_files else dict(spec.env)
+        if not spec.shares_files and options.code_cache_dir:
+            env[CACHE_ENV] = options.code_cache_dir
         env["SHIPYARD_SLOT_IDS"] = ",".join(f"{kind}{i}" for i in range(size))
         if options.master_url:
             env["SHIPYARD_MASTER"] = options.master_url
@@ -79,7 +98,8 @@ def build(
             env["SHIPYARD_NUM_NODES"] = str(len(sizes))
             env["SHIPYARD_NODE_RANK"] = str(group)
             env["SHIPYARD_RENDEZVOUS_ADDR"] = f"{meet[0]}:{meet[1]}"
-        pod = _pod_spec(spec, options, env, kind, size, host_network)
+        hidden.update({k: v for k, v in env.items() if k in credentials})
+        pod = _pod_spec(spec, options, env, kind, size, host_network, credentials)
         if len(sizes) > 1:
             pod.hostname, pod.subdomain = f"g{group}", name  # g0.<name>.<namespace>.svc
         labels = _labels(spec, name) | {GROUP_LABEL: str(group)}
@@ -102,7 +122,12 @@ def build(
         service = _SERIALIZER.sanitize_for_serialization(
             _headless_service(name, _labels(spec, name), meet[1])
         )
-    return RunManifests(name=name, jobs=jobs, service=service)
+    secret = None
+    if hidden:
+        secret = _SERIALIZER.sanitize_for_serialization(
+            _credentials_secret(name, _labels(spec, name), hidden)
+        )
+    return RunManifests(name=name, jobs=jobs, service=service, secret=secret)
 
 
 def _labels(spec: TrialLaunchSpec, name: str) -> dict[str, str]:
@@ -120,12 +145,17 @@ def _pod_spec(
     kind: str,
     size: int,
     host_network: bool,
+    credentials: set[str],
 ) -> client.V1PodSpec:
     volumes, volume_mounts = [], []
-    for i, mount in enumerate(mounts_for(spec)):
+    mounts = mounts_for(spec) if spec.shares_files else _node_mounts(spec, options)
+    for i, mount in enumerate(mounts):
         volumes.append(
             client.V1Volume(
-                name=f"v{i}", host_path=client.V1HostPathVolumeSource(path=mount.source)
+                name=f"v{i}",
+                host_path=client.V1HostPathVolumeSource(
+                    path=mount.source, type=_host_path_type(spec, options, mount)
+                ),
             )
         )
         volume_mounts.append(
@@ -145,8 +175,13 @@ def _pod_spec(
         image=spec.image,
         image_pull_policy=options.image_pull_policy,
         command=list(spec.argv),
-        working_dir=spec.workdir,
-        env=[client.V1EnvVar(name=k, value=v) for k, v in sorted(env.items())],
+        working_dir=spec.workdir or None,  # sharing nothing: the entry makes its own
+        env=[
+            _from_secret(k, secret_name(run_name(spec)))
+            if k in credentials
+            else client.V1EnvVar(name=k, value=v)
+            for k, v in sorted(env.items())
+        ],
         volume_mounts=volume_mounts,
         resources=resources,
         security_context=_user(),
@@ -167,6 +202,30 @@ def _pod_spec(
         node_selector=options.node_selector or None,
         tolerations=[_model(t, "V1Toleration") for t in options.tolerations] or None,
     )
+
+
+def _node_mounts(spec: TrialLaunchSpec, options: KubernetesOptions) -> list[Mount]:
+    """Sharing nothing with the master: only the node's own paths, the experiment's
+    bind_mounts (absolute: there is no working directory to be relative to) and the code
+    cache."""
+    mounts = [
+        Mount(
+            str(raw["host_path"]),
+            str(raw["container_path"]),
+            bool(raw.get("read_only")),
+            str(raw.get("propagation") or "rprivate"),
+        )
+        for raw in spec.bind_mounts
+    ]
+    if options.code_cache_dir:
+        mounts.append(Mount(options.code_cache_dir, options.code_cache_dir))
+    return mounts
+
+
+def _host_path_type(spec: TrialLaunchSpec, options: KubernetesOptions, mount: Mount) -> str | None:
+    """The code cache is made on the node if missing; any other path must be there."""
+    cache = not spec.shares_files and mount.source == options.code_cache_dir
+    return "DirectoryOrCreate" if cache else None
 
 
 def _model(manifest: dict[str, Any], kind: str) -> Any:
@@ -190,6 +249,38 @@ def _user() -> client.V1SecurityContext | None:
     if os.getuid() == 0:
         return None
     return client.V1SecurityContext(run_as_user=os.getuid(), run_as_group=os.getgid())
+
+
+def credential_names(env: dict[str, str]) -> set[str]:
+    """The variables that hold credentials: kept in the run's Secret, not in the Pod spec
+    (which anyone who may list Pods reads)."""
+    masked = {n.strip() for n in env.get(MASK_ENV, "").split(",") if n.strip()}
+    return {n for n in env if n in CREDENTIALS or n in masked}
+
+
+def secret_name(run: str) -> str:
+    return f"{run}-env"
+
+
+def _credentials_secret(
+    run: str, labels: dict[str, str], values: dict[str, str]
+) -> client.V1Secret:
+    return client.V1Secret(
+        api_version="v1",
+        kind="Secret",
+        type="Opaque",
+        metadata=client.V1ObjectMeta(name=secret_name(run), labels=labels),
+        data={k: base64.b64encode(v.encode()).decode() for k, v in sorted(values.items())},
+    )
+
+
+def _from_secret(name: str, secret: str) -> client.V1EnvVar:
+    return client.V1EnvVar(
+        name=name,
+        value_from=client.V1EnvVarSource(
+            secret_key_ref=client.V1SecretKeySelector(name=secret, key=name)
+        ),
+    )
 
 
 def _headless_service(name: str, labels: dict[str, str], port: int) -> client.V1Service:

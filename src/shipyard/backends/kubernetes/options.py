@@ -32,5 +32,13 @@ class KubernetesOptions(BackendOptions, SlotTypeOption):
     service_account: str | None = None
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    # true: the nodes mount the master's disk at its paths (NFS), and each Pod gets hostPath
+    # volumes of the trial's files; false: a Pod mounts nothing of the master's and runs the
+    # trial through shipyard.launch.entry (code and config over HTTP, output sent back), so
+    # the image needs Shipyard installed and checkpoints go to s3.
+    shared_fs: bool = False
+    # false only: a directory on each node (a hostPath) where runs keep the code snapshots
+    # they fetched, so the next trial on the node downloads nothing; default: none kept.
+    code_cache_dir: str | None = None
     # SIGKILL this long after SIGTERM if the master cannot do it itself (it died meanwhile).
     termination_grace_s: int = Field(default=600, ge=0)

@@ -23,7 +23,7 @@ from shipyard.backends.kubernetes.cluster import (
     PodState,
     RunManifests,
 )
-from shipyard.backends.kubernetes.manifests import CONTAINER, pod_of
+from shipyard.backends.kubernetes.manifests import CONTAINER, pod_of, secret_name
 from shipyard.backends.local.gpus import detect_gpus
 from shipyard.common.ports import free_ports
 
@@ -72,6 +72,8 @@ class PodmanCluster(Cluster):
         return "127.0.0.1", free_ports(2, "127.0.0.1", consecutive=True)[0]
 
     def create(self, manifests: RunManifests) -> None:
+        if manifests.secret is not None:
+            self._create_secret(manifests.secret)
         pods = [pod_of(job) for job in manifests.jobs]
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             yaml.safe_dump_all(pods, f)  # mode 0600: the environment may hold secrets
@@ -119,6 +121,17 @@ class PodmanCluster(Cluster):
         pods = self._pod_names(run)
         if pods:
             self._podman("pod", "rm", "-f", "-t", "0", *pods)
+        self._podman("secret", "rm", secret_name(run))  # quiet when the run had none
+
+    def _create_secret(self, secret: dict) -> None:
+        """`kube play` of a Secret stores what Podman 4.3's own Pods cannot read back; a
+        Podman secret whose content is the JSON of the Secret's data (key -> base64) is what
+        a secretKeyRef reads."""
+        name = secret["metadata"]["name"]
+        self._podman("secret", "rm", name)  # one of a run by that name from before
+        result = self._podman("secret", "create", name, "-", stdin=json.dumps(secret["data"]))
+        if result.returncode != 0:
+            raise ClusterError(f"podman secret create failed: {result.stderr.strip()}")
 
     def logs(self, run: str, group: int) -> bytes:
         # stderr into the same pipe: one stream, as the API's log has it.

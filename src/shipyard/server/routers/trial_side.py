@@ -6,11 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query
+from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
-from shipyard.common.errors import InvalidRequest
+from shipyard.common import api
+from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.server.auth.principal import TaskGrant, trial_task
-from shipyard.server.services import metrics, searching, trial_reports
+from shipyard.server.services import (
+    checkpoint_storage,
+    logs,
+    metrics,
+    searching,
+    trial_reports,
+    trials,
+)
+from shipyard.server.services.contexts import context_path
 from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
@@ -144,3 +154,68 @@ async def get_trial_signals(
         return {"version": version, **signals._asdict()}
 
     return await run_in_threadpool(read)
+
+
+# -- a run on a node that does not share the master's disk (shipyard.launch.entry) ------------
+
+
+@router.get(
+    "/trials/{trial_id}/context",
+    operation_id="get_trial_context",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/gzip": {}}, "description": "the archive"}},
+)
+def get_trial_context(
+    trial_id: int,
+    _grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
+) -> FileResponse:
+    """The code snapshot of the trial's experiment: a gzip'd tar whose sha256 is its id
+    (the run checks it, and a node caches it under that id)."""
+    with m.db.read() as s:
+        exp = trials.experiment_of(trial_id, session=s)
+        context_id = exp.context_id
+    if not context_id:
+        raise NotFound(f"experiment {exp.id} was submitted without a code directory")
+    return FileResponse(
+        context_path(m.settings.home, context_id),
+        media_type="application/gzip",
+        headers={
+            "ETag": f'"{context_id}"',
+            "Cache-Control": "private, max-age=31536000, immutable",
+        },
+    )
+
+
+@router.get("/trials/{trial_id}/config", operation_id="get_trial_config")
+def get_trial_config(
+    trial_id: int,
+    _grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
+) -> dict[str, Any]:
+    """The experiment config the trial runs with (what $SHIPYARD_EXPERIMENT_CONFIG holds),
+    with a literal S3 secret_key hidden: the node keeps this file, and the run has the key
+    in its storage spec already."""
+    with m.db.read() as s:
+        config = trials.experiment_of(trial_id, session=s).config
+    return checkpoint_storage.without_credentials(dict(config))
+
+
+@router.post("/trials/{trial_id}/logs", operation_id="send_trial_logs")
+def send_trial_logs(
+    trial_id: int,
+    batch: api.LogBatch,
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
+) -> api.LogBatchStored:
+    """Store lines of a run's output; lines already stored (a batch sent again) are skipped.
+    The last lines may come after the run ended, so any run of the trial so far is taken."""
+    grant.run(batch.run_id)
+    with m.db.write() as s:
+        trial = trials.get(trial_id, session=s)
+        if batch.run_id > trial.run_id:
+            raise Conflict(f"trial {trial_id} has had {trial.run_id} runs, not {batch.run_id}")
+        stored = logs.ingest(
+            trial, batch.run_id, batch.source, batch.first_line, batch.lines, session=s
+        )
+    return api.LogBatchStored(stored=stored)

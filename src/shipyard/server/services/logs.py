@@ -6,6 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api, log_prefix
+from shipyard.common.errors import InvalidRequest
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 
@@ -14,14 +15,46 @@ def append(trial: orm.Trial, chunk: bytes, new_offset: int, *, session: Session)
     """Store the whole lines of chunk for the trial's current run and move its offset,
     in one transaction: a master that dies halfway re-reads the same bytes later."""
     text = chunk.decode("utf-8", errors="replace")
+    stored = _store(trial, trial.run_id, text.splitlines(), session=session)
+    trial.log_offset = new_offset
+    return stored
+
+
+def ingest(
+    trial: orm.Trial,
+    run_id: int,
+    source: int,
+    first_line: int,
+    lines: list[str],
+    *,
+    session: Session,
+) -> int:
+    """Store lines a run sent over HTTP (shipyard.launch._ship): ``first_line`` numbers the
+    first of them in the (run, source) stream, so the lines already stored (a batch sent
+    again after a lost answer) are skipped. A gap (lines that never came) is refused."""
+    cursor = session.get(orm.LogCursor, (trial.id, run_id, source))
+    if cursor is None:
+        cursor = orm.LogCursor(trial_id=trial.id, run_id=run_id, source=source, lines=0)
+        session.add(cursor)
+    if first_line > cursor.lines:
+        raise InvalidRequest(
+            f"first_line {first_line} skips lines: the master has {cursor.lines} lines of "
+            f"run {run_id}'s output from source {source}"
+        )
+    new = lines[cursor.lines - first_line :]
+    cursor.lines += len(new)
+    return _store(trial, run_id, new, session=session)
+
+
+def _store(trial: orm.Trial, run_id: int, lines: list[str], *, session: Session) -> int:
     rows = []
-    for i, line in enumerate(text.splitlines()):
+    for i, line in enumerate(lines):
         rank, stream, line_text = parse_line(line)
         rows.append(
             orm.LogLine(
                 experiment_id=trial.experiment_id,
                 trial_id=trial.id,
-                run_id=trial.run_id,
+                run_id=run_id,
                 rank=rank,
                 line_no=trial.log_lines + i,
                 stream=stream,
@@ -30,7 +63,6 @@ def append(trial: orm.Trial, chunk: bytes, new_offset: int, *, session: Session)
         )
     session.add_all(rows)
     trial.log_lines += len(rows)
-    trial.log_offset = new_offset
     return len(rows)
 
 

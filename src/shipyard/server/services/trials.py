@@ -22,6 +22,11 @@ def get(trial_id: int, *, session: Session, visible: Visible = None) -> orm.Tria
     return trial
 
 
+def experiment_of(trial_id: int, *, session: Session) -> orm.Experiment:
+    """The experiment a trial belongs to (NotFound for no such trial)."""
+    return session.get_one(orm.Experiment, get(trial_id, session=session).experiment_id)
+
+
 def detail(trial_id: int, *, visible: Visible, session: Session) -> api.TrialDetail:
     trial = get(trial_id, session=session, visible=visible)
     exp = experiments.get(trial.experiment_id, session=session)

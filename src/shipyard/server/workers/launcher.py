@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -10,6 +11,9 @@ from pathlib import Path
 from shipyard.backends.base import Slot, TrialLaunchSpec
 from shipyard.common.config.environment import BindMount, DeviceImages
 from shipyard.common.errors import ConfigError
+from shipyard.common.masking import SECRETS_DIR_ENV
+from shipyard.common.node_env import CONTEXT_ENV, SHIP_LOGS_ENV
+from shipyard.launch import entry
 from shipyard.search.registry import full_length
 from shipyard.server import orm
 from shipyard.server.services import checkpoint_storage
@@ -104,7 +108,10 @@ def build_spec(
     slots: list[Slot],
     task_token: str | None = None,
     secrets: Injection | None = None,
+    shares_files: bool = True,
 ) -> TrialLaunchSpec:
+    """``shares_files``: whether the slots' nodes see the master's disk (see
+    Backend.shares_masters_files); if not, the spec is made for a node that shares nothing."""
     config = config_of(exp)
     image = choose_image(config.environment.image, slots)
     # A container has its image's environment, not the master's.
@@ -125,7 +132,9 @@ def build_spec(
             "SHIPYARD_HPARAMS": json.dumps(trial.hparams),
             "SHIPYARD_TRIAL_SEED": str(trial.seed),
             "SHIPYARD_LATEST_CHECKPOINT": trial.latest_checkpoint or "",
-            "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(checkpoint_storage.spec_of(exp)),
+            "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(
+                checkpoint_storage.spec_of(exp, secrets.values if secrets else None)
+            ),
             "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
             "SHIPYARD_SEARCHER_METRIC": searcher.metric,
             "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),
@@ -142,14 +151,46 @@ def build_spec(
         env["SHIPYARD_TASK_TOKEN"] = task_token
     if settings.tls_cert:  # trials trust the master's certificate
         env["SHIPYARD_CA_CERT"] = str(settings.tls_cert)
-    return TrialLaunchSpec(
+    spec = TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
         argv=argv,
         env=env,
-        workdir=str(_workdir(settings, exp, trial)),
+        workdir=str(_workdir(settings, exp, trial)) if shares_files else "",
         slots=slots,
         image=image,
         log_path=run_log_path(settings, trial),
         bind_mounts=[mount.model_dump() for mount in config.bind_mounts],
     )
+    return spec if shares_files else _sharing_nothing(spec, exp, config.entrypoint_argv())
+
+
+def _sharing_nothing(
+    spec: TrialLaunchSpec, exp: orm.Experiment, argv: list[str]
+) -> TrialLaunchSpec:
+    """The spec for a node that does not see the master's disk: shipyard.launch.entry fetches
+    the code and config with the task token, masks the output (in place of the masking
+    wrapper) and sends it to the master. What lives only on the master's disk is refused."""
+    storage = json.loads(spec.env["SHIPYARD_CHECKPOINT_STORAGE"])
+    if storage.get("type") == "shared_fs":
+        raise ConfigError(
+            f"checkpoint_storage of type shared_fs ({storage.get('base_path')}) is on the "
+            "master's disk, which this pool's nodes do not share: use checkpoint_storage "
+            "of type s3, or set shared_fs: true on the pool if its nodes mount that path"
+        )
+    if SECRETS_DIR_ENV in spec.env:
+        raise ConfigError(
+            "secrets given as files are not supported yet on a pool whose nodes do not share "
+            "the master's disk: give them as environment variables (secrets[].env)"
+        )
+    for i, mount in enumerate(spec.bind_mounts):
+        if not os.path.isabs(str(mount["container_path"])):
+            raise ConfigError(
+                f"bind_mounts[{i}].container_path {mount['container_path']!r} is relative to "
+                "the trial's working directory, which is made on the node: give an "
+                "absolute path"
+            )
+    env = {k: v for k, v in spec.env.items() if k != "SHIPYARD_EXPERIMENT_CONFIG"}
+    env[CONTEXT_ENV] = exp.context_id or ""
+    env[SHIP_LOGS_ENV] = "1"
+    return dataclasses.replace(spec, argv=[*entry.ARGV, *argv], env=env, shares_files=False)

@@ -181,7 +181,8 @@ class Supervisor:
         try:
             token = self.task_tokens.mint(trial.id, trial.run_id) if self.task_tokens else None
             secrets = self.run_secrets.prepare(trial, exp)  # checked again at every run
-            spec = build_spec(self.settings, exp, trial, slots, token, secrets)
+            shares = self.backend.shares_masters_files(slots)
+            spec = build_spec(self.settings, exp, trial, slots, token, secrets, shares)
             handle = self.backend.launch(spec)
         except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
             # The trial's own settings (ConfigError) need no traceback, and would fail the

@@ -1,0 +1,125 @@
+"""A run's code and config fetched from the master, for a node that does not share its disk
+(retried for a minute while the master does not answer, as the trial's own calls are).
+
+A code snapshot is content-addressed (its id is the sha256 of its archive), so a node keeps
+each one once in its cache and the next trial of the experiment on that node downloads
+nothing. Each trial unpacks it into a working directory of its own under the cache, made
+once per trial: a restart on the same node keeps the files the trial wrote, as the master's
+working directories do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from shipyard.common.errors import ShipyardError
+from shipyard.common.node_env import CACHE_ENV
+from shipyard.core._retry import with_retry
+
+MARKER = ".shipyard-context"
+
+
+class CodeFetchError(ShipyardError):
+    """The run's code or config could not be fetched from the master."""
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    workdir: Path
+    config_path: Path
+    downloaded_bytes: int  # 0: the node's cache had the code
+
+
+def cache_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
+    """$SHIPYARD_CACHE_DIR, else the user's cache directory, else one in /tmp (a container's
+    user often has no writable home)."""
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV])
+    if environ.get("XDG_CACHE_HOME"):
+        return Path(environ["XDG_CACHE_HOME"]) / "shipyard"
+    home = Path(environ.get("HOME") or "/")
+    if home != Path("/") and os.access(home, os.W_OK):
+        return home / ".cache" / "shipyard"
+    return Path(tempfile.gettempdir()) / f"shipyard-cache-{os.getuid()}"
+
+
+def fetch(http: Any, trial_id: int, context_id: str, master_url: str, cache: Path) -> RunFiles:
+    """The trial's working directory (its code unpacked) and its config file, on this node."""
+    archive, downloaded = _archive(http, trial_id, context_id, cache)
+    # Per master and trial: two masters' trial 7 on one node are two directories.
+    run_dir = (
+        cache / "trials" / f"{hashlib.sha256(master_url.encode()).hexdigest()[:12]}-{trial_id}"
+    )
+    workdir = run_dir / "code"
+    if not (workdir / MARKER).exists():
+        workdir.mkdir(parents=True, exist_ok=True)
+        if archive is not None:
+            _unpack(archive, workdir)
+        (workdir / MARKER).write_text(context_id)
+    config = with_retry(lambda: http.request("GET", f"/api/v1/trials/{trial_id}/config"))
+    config_path = run_dir / "config.json"
+    _write_atomically(config_path, json.dumps(config).encode())
+    return RunFiles(workdir, config_path, downloaded)
+
+
+def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Path | None, int]:
+    if not context_id:  # an experiment submitted without a code directory
+        return None, 0
+    path = cache / "contexts" / f"{context_id}.tar.gz"
+    if path.is_file():
+        return path, 0
+    data = with_retry(lambda: http.download(f"/api/v1/trials/{trial_id}/context", timeout_s=300.0))
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != context_id:
+        raise CodeFetchError(
+            f"the code snapshot the master sent has sha256 {digest}, not {context_id}: "
+            "it was changed on the way"
+        )
+    _write_atomically(path, data)
+    return path, len(data)
+
+
+def _unpack(archive: Path, dest: Path) -> None:
+    with tarfile.open(archive, "r:gz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(dest, filter="data")
+            return
+        # A Python before 3.11.4 (Debian 12's python3 is 3.11.2) has no extraction filters:
+        # the data filter's checks that matter here, by hand.
+        unsafe = [member.name for member in tar.getmembers() if not _safe(member)]
+        if unsafe:
+            raise CodeFetchError(f"the code snapshot's member {unsafe[0]!r} points outside it")
+        tar.extractall(dest)
+
+
+def _safe(member: tarfile.TarInfo) -> bool:
+    """Inside the directory, and a file, a directory, or a link to a path inside it."""
+    if not _inside(member.name):
+        return False
+    if member.issym():
+        return _inside(str(PurePosixPath(member.name).parent / member.linkname))
+    return member.isfile() or member.isdir()
+
+
+def _inside(name: str) -> bool:
+    path = PurePosixPath(name)
+    return not path.is_absolute() and ".." not in path.parts
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Whole or absent: trials starting side by side on a node may write the same file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,139 @@
+"""The share-nothing entry's two parts on their own (tests/e2e/test_share_nothing.py runs them
+against a real master in Pods): the output shipper's numbering and retries, and the code
+fetch's cache and checks. The master here is a stand-in object that keeps what it is sent
+the way the real one does (lines numbered per run and source) and can lose answers."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from shipyard.common.errors import Forbidden, MasterUnavailable
+from shipyard.launch import _code, _ship
+
+
+class StandInMaster:
+    """Stores batches as the master does; the first ``lose`` answers are lost after the
+    batch was stored (the shipper must send it again, and nothing may double)."""
+
+    def __init__(self, lose: int = 0, archive: bytes = b"", refuse: bool = False) -> None:
+        self.lines: list[str] = []
+        self.calls: list[tuple[str, str]] = []
+        self._lose = lose
+        self._archive = archive
+        self._refuse = refuse
+
+    def request(self, method: str, path: str, body=None, *, timeout_s=None):
+        self.calls.append((method, path))
+        if path.endswith("/config"):
+            return {"name": "exp"}
+        if self._refuse:
+            raise Forbidden("this task token speaks for run 2")
+        new = body["lines"][len(self.lines) - body["first_line"] :]
+        self.lines.extend(new)
+        if self._lose:
+            self._lose -= 1
+            raise MasterUnavailable("the answer was lost")
+        return {"stored": len(new)}
+
+    def download(self, path: str, *, timeout_s=None) -> bytes:
+        self.calls.append(("GET", path))
+        return self._archive
+
+
+def test_every_line_arrives_once_in_order_across_lost_answers(monkeypatch):
+    monkeypatch.setattr(_ship, "INTERVAL_S", 0.01)
+    master = StandInMaster(lose=2)
+    shipper = _ship.LogShipper(master, trial_id=3, run_id=1)
+    shipper.write(b"[rank=0] one\n[rank=1] tw")
+    shipper.write(b"o\nthree\n")
+    shipper.write(b"last line without a newline")
+    assert shipper.close(timeout_s=10)
+    assert master.lines == ["[rank=0] one", "[rank=1] two", "three", "last line without a newline"]
+    assert master.calls[0] == ("POST", "/api/v1/trials/3/logs")
+
+
+def test_a_large_output_goes_in_bounded_batches():
+    master = StandInMaster()
+    shipper = _ship.LogShipper(master, trial_id=3, run_id=1)
+    line = "x" * 1000
+    shipper.write((line + "\n").encode() * 1000)  # ~1 MB
+    assert shipper.close(timeout_s=10)
+    assert master.lines == [line] * 1000
+    assert len(master.calls) >= 1_000_000 // _ship.MAX_BATCH_BYTES
+
+
+def test_a_refusing_master_stops_the_shipper_without_hanging(capsys):
+    shipper = _ship.LogShipper(StandInMaster(refuse=True), trial_id=3, run_id=1)
+    shipper.write(b"hello\n")
+    assert shipper.close(timeout_s=10)
+    assert "refuses this run's output" in capsys.readouterr().err
+
+
+def _archive(files: dict[str, bytes], link: tuple[str, str] | None = None) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link:
+            info = tarfile.TarInfo(link[0])
+            info.type, info.linkname = tarfile.SYMTYPE, link[1]
+            tar.addfile(info)
+    return buf.getvalue()
+
+
+def test_the_code_is_downloaded_once_per_node_and_each_trial_gets_its_own_dir(tmp_path):
+    archive = _archive({"train.py": b"print('hi')\n"})
+    context_id = hashlib.sha256(archive).hexdigest()
+    master = StandInMaster(archive=archive)
+    first = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path)
+    assert first.downloaded_bytes == len(archive)
+    assert (first.workdir / "train.py").read_text() == "print('hi')\n"
+    assert first.config_path.read_text() == '{"name": "exp"}'
+    (first.workdir / "written-by-the-trial").write_text("kept")
+
+    second = _code.fetch(master, 8, context_id, "http://m:8080", tmp_path)
+    assert second.downloaded_bytes == 0 and second.workdir != first.workdir
+    assert [c for c in master.calls if c[1].endswith("/context")] == [
+        ("GET", "/api/v1/trials/7/context")
+    ]
+    # A restart of trial 7 on this node keeps what its first run wrote.
+    again = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path)
+    assert (again.workdir / "written-by-the-trial").read_text() == "kept"
+
+
+def test_a_changed_archive_is_refused_and_not_cached(tmp_path):
+    archive = _archive({"train.py": b"x"})
+    wrong_id = hashlib.sha256(b"something else").hexdigest()
+    with pytest.raises(_code.CodeFetchError, match="changed on the way"):
+        _code.fetch(StandInMaster(archive=archive), 7, wrong_id, "http://m:8080", tmp_path)
+    assert not list(tmp_path.rglob("*.tar.gz"))
+
+
+@pytest.mark.parametrize(
+    ("files", "link"),
+    [({"../escape.py": b"x"}, None), ({"a.py": b"x"}, ("data", "../../etc"))],
+    ids=["dot-dot", "link-out"],
+)
+def test_members_pointing_outside_are_refused_on_a_python_without_filters(
+    tmp_path, monkeypatch, files, link
+):
+    """Debian 12's python3 (3.11.2) has no tarfile filters: the entry checks by hand."""
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    archive = tmp_path / "code.tar.gz"
+    archive.write_bytes(_archive(files, link))
+    with pytest.raises(_code.CodeFetchError, match="points outside it"):
+        _code._unpack(archive, tmp_path / "work")
+    assert not (tmp_path / "escape.py").exists()
+
+
+def test_the_cache_is_in_a_writable_place_without_a_home(monkeypatch):
+    assert _code.cache_dir({"SHIPYARD_CACHE_DIR": "/c"}) == Path("/c")
+    assert _code.cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/shipyard")
+    assert str(_code.cache_dir({"HOME": "/"})).startswith("/tmp/shipyard-cache-")
