@@ -383,3 +383,12 @@ def test_the_docs_master_config_loads_and_bad_options_name_the_field(tmp_path):
     paths = {d["path"]: d["message"] for d in err.value.details}
     assert set(paths) == {"resource_pools.0.namespace", "resource_pools.0.engine"}
     assert "'api' or 'podman'" in paths["resource_pools.0.engine"]
+    for extra, message in (
+        ("    network: team\n", "network is for engine: podman"),
+        ("    engine: podman\n    network: team\n", "network needs master_url"),
+    ):
+        config.write_text("resource_pools:\n  - pool_name: k8s\n    type: kubernetes\n" + extra)
+        with pytest.raises(ConfigError) as err:
+            load_master_config(config)
+        [detail] = err.value.details
+        assert detail["path"].startswith("resource_pools.0") and message in detail["message"]

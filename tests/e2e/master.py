@@ -51,12 +51,14 @@ class Master:
         db_url: str | None = None,
         config: str | None = None,
         tls: tuple[Path, Path] | None = None,
+        host: str | None = None,
     ) -> None:
         self.home = home
         self.slots = slots
         self.db_url = db_url
         self.config = config  # the master's config file (YAML), e.g. resource pools
         self.tls = tls  # (certificate, key): HTTPS, the certificate trusted by the client
+        self.host = host  # where it listens (default 127.0.0.1); the tests reach 127.0.0.1
         self.port = free_port()
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -75,6 +77,8 @@ class Master:
             extra = ["--config", str(self.home / "master.yaml")]
         if self.tls is not None:
             extra += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
+        if self.host is not None:
+            extra += ["--host", self.host]
         self.log = open(self.home / "master-test.log", "ab")  # noqa: SIM115 - kept open while running
         self.proc = subprocess.Popen(
             [
@@ -107,10 +111,20 @@ class Master:
         """Take the local user's token the master keeps in its home (laptop mode), for
         `self.http` and for every client of this test process (its own Shipyard home)."""
         kept = credentials.entry(self.url, self.home)
+        if kept is None and self.host is not None:  # beyond loopback: no laptop mode
+            kept = self._admin_login()
         assert kept, f"the master left no token for {self.url} in {self.home}"
         self.username, self.token = kept["username"], kept["token"]
         self.http.headers["Authorization"] = f"Bearer {self.token}"
         self.keep_token_in()
+
+    def _admin_login(self) -> dict[str, str]:
+        """The first admin's token, from a login with the one-time password the master
+        left in its home."""
+        name, password = (self.home / "admin-password").read_text().split()
+        r = self.http.post("/auth/login", json={"username": name, "password": password})
+        assert r.status_code == 200, r.text
+        return {"username": name, "token": r.json()["token"]}
 
     def keep_token_in(self, home: Path | None = None) -> None:
         """Keep this master's token in a Shipyard home (default: the test process's), as

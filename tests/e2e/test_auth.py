@@ -398,12 +398,13 @@ def test_an_expired_token_is_refused(master):
     )
 
 
-def self_signed(directory) -> tuple:
-    """A certificate for 127.0.0.1 and its key, made with openssl."""
+def self_signed(directory, *ips: str) -> tuple:
+    """A certificate for 127.0.0.1 (and ``ips``) and its key, made with openssl."""
     cert, key = directory / "cert.pem", directory / "key.pem"
+    names = ",".join(f"IP:{ip}" for ip in ("127.0.0.1", *ips))
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-        + ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-subj", "/CN=127.0.0.1", "-addext", f"subjectAltName={names}"]
         + ["-keyout", str(key), "-out", str(cert)],
         check=True,
         capture_output=True,

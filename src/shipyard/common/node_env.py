@@ -4,3 +4,4 @@ share its disk, what to fetch and where to keep it (docs/share-nothing.md)."""
 CONTEXT_ENV = "SHIPYARD_CONTEXT_ID"  # the code snapshot to fetch ("" for none)
 SHIP_LOGS_ENV = "SHIPYARD_SHIP_LOGS"  # "1": send the output to the master
 CACHE_ENV = "SHIPYARD_CACHE_DIR"  # where fetched code is kept on the node
+CA_PEM_ENV = "SHIPYARD_CA_CERT_PEM"  # the master's certificate itself, not a path to it

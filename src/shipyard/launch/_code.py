@@ -65,7 +65,7 @@ def fetch(http: Any, trial_id: int, context_id: str, master_url: str, cache: Pat
         (workdir / MARKER).write_text(context_id)
     config = with_retry(lambda: http.request("GET", f"/api/v1/trials/{trial_id}/config"))
     config_path = run_dir / "config.json"
-    _write_atomically(config_path, json.dumps(config).encode())
+    write_atomically(config_path, json.dumps(config).encode())
     return RunFiles(workdir, config_path, downloaded)
 
 
@@ -82,7 +82,7 @@ def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Pa
             f"the code snapshot the master sent has sha256 {digest}, not {context_id}: "
             "it was changed on the way"
         )
-    _write_atomically(path, data)
+    write_atomically(path, data)
     return path, len(data)
 
 
@@ -113,7 +113,7 @@ def _inside(name: str) -> bool:
     return not path.is_absolute() and ".." not in path.parts
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     """Whole or absent: trials starting side by side on a node may write the same file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")

@@ -14,6 +14,7 @@ The exit status is CMD's, a death by signal N included.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tarfile
@@ -21,7 +22,7 @@ import tarfile
 from shipyard.common.errors import ShipyardError
 from shipyard.common.log_prefix import LAUNCHER
 from shipyard.common.masking import Masker, values_from_env
-from shipyard.common.node_env import CONTEXT_ENV, SHIP_LOGS_ENV
+from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SHIP_LOGS_ENV
 from shipyard.core._http import JsonHttp
 from shipyard.launch import _code
 from shipyard.launch._exits import tell_master
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         print("usage: python3 -m shipyard.launch.entry [--] CMD ARGS...", file=sys.stderr)
         return 2
+    _trust_masters_certificate(env)
     http = JsonHttp(master)
     shipper = None
     out: _Tee = _Tee(sys.stdout.buffer)
@@ -118,6 +120,19 @@ def _run(
         if context_id:
             _say(out, f"code {context_id[:12]} {where}, in {cwd}")
     return run_relayed(command, out, masker, cwd=cwd, env=env)
+
+
+def _trust_masters_certificate(env: dict[str, str]) -> None:
+    """The master's certificate came by value ($SHIPYARD_CA_CERT_PEM): as a file on the node
+    for this process and the trial, which read $SHIPYARD_CA_CERT."""
+    pem = env.pop(CA_PEM_ENV, None)
+    if not pem:
+        return
+    path = _code.cache_dir(env) / "ca" / f"{hashlib.sha256(pem.encode()).hexdigest()[:16]}.pem"
+    if not path.is_file():
+        _code.write_atomically(path, pem.encode())
+    env["SHIPYARD_CA_CERT"] = os.environ["SHIPYARD_CA_CERT"] = str(path)
+    os.environ.pop(CA_PEM_ENV, None)
 
 
 def _say(out: _Tee, message: str) -> None:

@@ -254,7 +254,7 @@ def _make_cluster(options: KubernetesOptions, engine_env: Mapping[str, str] | No
     if options.engine == "podman":
         from shipyard.backends.kubernetes.podman import PodmanCluster
 
-        return PodmanCluster(engine_env)
+        return PodmanCluster(engine_env, network=options.network)
     from shipyard.backends.kubernetes.api import ApiCluster
 
     return ApiCluster(options)

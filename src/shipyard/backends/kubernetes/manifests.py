@@ -2,10 +2,14 @@
 rank group (a Pod that runs the group's ranks through the trial's launcher), and for a gang
 of several groups a headless Service by which the groups find group 0.
 
-The Pod sees the trial's files at the master's paths (hostPath volumes: the nodes must share
-the master's file system there, as on a Slurm cluster), and the master's shipyard package
-mounted read-only, so an image needs only python3 (>= 3.11). Its environment is the trial's,
-plus the multi-node variables of launch/_nodes.py when there are several groups.
+With a spec that shares the master's files (a pool with `shared_fs: true`), the Pod sees
+them at the master's paths (hostPath volumes: the nodes must share the master's file system
+there, as on a Slurm cluster), and the master's shipyard package mounted read-only, so an
+image needs only python3 (>= 3.11). Sharing nothing, it mounts only the node's own paths
+(bind mounts, the code cache) and its command is shipyard.launch.entry, installed in the
+image. Its environment is the trial's, plus the multi-node variables of launch/_nodes.py
+when there are several groups; the variables that hold credentials come from a Secret of
+the run's own, not from the Pod spec.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from shipyard.backends.options import BackendOptions, SlotTypeOption
 
@@ -25,6 +25,9 @@ class KubernetesOptions(BackendOptions, SlotTypeOption):
     # Pods use the host's network).
     master_url: str | None = None
     host_network: bool = False
+    # engine: podman only: a Podman network the Pods join instead of the host's (then
+    # master_url must name an address of the master they reach there).
+    network: str | None = Field(default=None, min_length=1)
     # A gang larger than this is split into rank groups, one Job (one Pod) each; default: the
     # whole gang in one Pod.
     slots_per_pod: int | None = Field(default=None, ge=1)
@@ -42,3 +45,14 @@ class KubernetesOptions(BackendOptions, SlotTypeOption):
     code_cache_dir: str | None = None
     # SIGKILL this long after SIGTERM if the master cannot do it itself (it died meanwhile).
     termination_grace_s: int = Field(default=600, ge=0)
+
+    @model_validator(mode="after")
+    def _network_is_podmans(self) -> KubernetesOptions:
+        if self.network is not None and self.engine != "podman":
+            raise ValueError("network is for engine: podman (a cluster's Pods use its own)")
+        if self.network is not None and self.master_url is None:
+            raise ValueError(
+                "network needs master_url: the Pods on that network do not reach the "
+                "master at 127.0.0.1"
+            )
+        return self

@@ -25,6 +25,7 @@ from shipyard.backends.kubernetes.cluster import (
 )
 from shipyard.backends.kubernetes.manifests import CONTAINER, pod_of, secret_name
 from shipyard.backends.local.gpus import detect_gpus
+from shipyard.common.errors import ConfigError
 from shipyard.common.ports import free_ports
 
 log = logging.getLogger(__name__)
@@ -34,11 +35,15 @@ _PHASES = {"created": "Pending", "configured": "Pending", "initialized": "Pendin
 
 
 class PodmanCluster(Cluster):
-    needs_host_network = True
-
-    def __init__(self, engine_env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, engine_env: Mapping[str, str] | None = None, *, network: str | None = None
+    ) -> None:
         self.env = {**os.environ, **(engine_env or {})}
         self._stopping: list[threading.Thread] = []
+        # Without a network of their own, the Pods use the host's: the master is on
+        # 127.0.0.1, and so is group 0 of a gang.
+        self.network = network
+        self.needs_host_network = network is None
 
     def _podman(
         self, *args: str, stdin: str | None = None, timeout_s: float = _TIMEOUT_S
@@ -69,6 +74,11 @@ class PodmanCluster(Cluster):
         return len(detect_gpus()) if slot_type == "gpu" else os.cpu_count() or 1
 
     def rendezvous(self, run: str) -> tuple[str, int]:
+        if self.network is not None:  # no DNS for Pods here: group 0's address is not known
+            raise ConfigError(
+                "a gang of several Pods is not supported yet on a Podman network: leave "
+                "slots_per_pod unset (one Pod a trial) or the pool's network unset"
+            )
         return "127.0.0.1", free_ports(2, "127.0.0.1", consecutive=True)[0]
 
     def create(self, manifests: RunManifests) -> None:
@@ -78,7 +88,8 @@ class PodmanCluster(Cluster):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
             yaml.safe_dump_all(pods, f)  # mode 0600: the environment may hold secrets
         try:
-            result = self._podman("kube", "play", f.name)
+            network = ["--network", self.network] if self.network else []
+            result = self._podman("kube", "play", *network, f.name)
         finally:
             os.unlink(f.name)
         if result.returncode != 0:

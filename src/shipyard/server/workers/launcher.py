@@ -12,7 +12,7 @@ from shipyard.backends.base import Slot, TrialLaunchSpec
 from shipyard.common.config.environment import BindMount, DeviceImages
 from shipyard.common.errors import ConfigError
 from shipyard.common.masking import SECRETS_DIR_ENV
-from shipyard.common.node_env import CONTEXT_ENV, SHIP_LOGS_ENV
+from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SHIP_LOGS_ENV
 from shipyard.launch import entry
 from shipyard.search.registry import full_length
 from shipyard.server import orm
@@ -190,7 +190,15 @@ def _sharing_nothing(
                 "the trial's working directory, which is made on the node: give an "
                 "absolute path"
             )
-    env = {k: v for k, v in spec.env.items() if k != "SHIPYARD_EXPERIMENT_CONFIG"}
+    # The files of the master's disk, by value: the config comes from the master, and the
+    # certificate the node trusts it by travels in the environment (it is public).
+    env = {
+        k: v
+        for k, v in spec.env.items()
+        if k not in ("SHIPYARD_EXPERIMENT_CONFIG", "SHIPYARD_CA_CERT")
+    }
+    if "SHIPYARD_CA_CERT" in spec.env:
+        env[CA_PEM_ENV] = Path(spec.env["SHIPYARD_CA_CERT"]).read_text()
     env[CONTEXT_ENV] = exp.context_id or ""
     env[SHIP_LOGS_ENV] = "1"
     return dataclasses.replace(spec, argv=[*entry.ARGV, *argv], env=env, shares_files=False)
