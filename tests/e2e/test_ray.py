@@ -1,6 +1,7 @@
 """A real master with a Ray pool (docs/backends/ray.md's master.yaml) on the test session's Ray
 head: a random search runs its trials as Ray actors, a two-slot trial runs its ranks in one
-actor, a killed Ray worker restarts its trial from the checkpoint, a restarted master
+actor, a killed Ray worker restarts its trial from the checkpoint, a paused trial resumes
+in a new actor from its checkpoint in S3 (no shared path), a restarted master
 re-attaches a running trial, and a cluster that does not answer leaves the master running
 with the reason on its pool and its waiting trials."""
 
@@ -90,19 +91,16 @@ def test_a_killed_ray_worker_restarts_the_trial_from_its_checkpoint(master):
     assert e2e.rerun_from_checkpoint(master, trial) >= 10
 
 
-def test_a_paused_trial_checkpoints_and_resumes_in_a_new_actor(master):
-    exp, trial_id = RAY.start_trial(master, "ray-paused", e2e.PAUSABLE, 8)
-    trial = e2e.pause_then_resume(master, exp["id"], trial_id)
-    first, second = (run["environment"]["actor"] for run in trial["runs"])
-    assert first.endswith("-run-1") and second.endswith("-run-2")
-
-
-def test_a_ray_trial_checkpoints_into_s3_and_resumes_from_there(master, s3_server, s3_bucket):
+def test_a_paused_trial_checkpoints_into_s3_and_resumes_in_a_new_actor(
+    master, s3_server, s3_bucket
+):
     """No shared path for checkpoints: the actor writes them to the bucket, and the next run
     (a new actor) restores from it."""
     storage = yaml.safe_dump({"checkpoint_storage": s3_server.storage(s3_bucket, "ray")})
-    exp, trial_id = RAY.start_trial(master, "ray-s3", e2e.PAUSABLE, 8, extra=storage)
-    e2e.pause_then_resume(master, exp["id"], trial_id)
+    exp, trial_id = RAY.start_trial(master, "ray-paused", e2e.PAUSABLE, 8, extra=storage)
+    trial = e2e.pause_then_resume(master, exp["id"], trial_id)
+    first, second = (run["environment"]["actor"] for run in trial["runs"])
+    assert first.endswith("-run-1") and second.endswith("-run-2")
     kept = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
     assert kept and all(c["storage_path"].startswith(f"s3://{s3_bucket}/ray/") for c in kept)
     listed = s3_server.client().list_objects_v2(Bucket=s3_bucket, Prefix="ray/")
