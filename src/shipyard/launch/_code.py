@@ -15,6 +15,7 @@ import json
 import os
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -37,7 +38,7 @@ class RunFiles:
     downloaded_bytes: int  # 0: the node's cache had the code
 
 
-def cache_dir(environ: dict[str, str] | os._Environ[str]) -> Path:
+def cache_dir(environ: Mapping[str, str]) -> Path:
     """$SHIPYARD_CACHE_DIR, else the user's cache directory, else one in /tmp (a container's
     user often has no writable home)."""
     if environ.get(CACHE_ENV):
