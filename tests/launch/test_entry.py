@@ -50,7 +50,7 @@ def test_every_line_arrives_once_in_order_across_lost_answers(monkeypatch):
     master = StandInMaster(lose=2)
     shipper = _ship.LogShipper(master, trial_id=3, run_id=1)
     shipper.write(b"[rank=0] one\n[rank=1] tw")
-    shipper.write(b"o\nthree\n")
+    shipper.write(b"o\nthree\r\n")
     shipper.write(b"last line without a newline")
     assert shipper.close(timeout_s=10)
     assert master.lines == ["[rank=0] one", "[rank=1] two", "three", "last line without a newline"]

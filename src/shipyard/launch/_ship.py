@@ -61,7 +61,8 @@ class LogShipper:
     def _add(self, lines: list[bytes]) -> None:
         if not lines:
             return
-        texts = [line.decode("utf-8", errors="replace") for line in lines]
+        # A line ending \r\n is stored without its \r, as the master's file tail stores it.
+        texts = [line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines]
         self._pending.extend(texts)
         self._pending_bytes += _size(texts)
         if self._pending_bytes >= MAX_BATCH_BYTES:
