@@ -20,6 +20,8 @@ try:
     from shipyard.server.auth.bootstrap import is_loopback
     from shipyard.server.settings import Settings
 except ImportError as exc:  # `pip install shipyard` without the master's extra
+    if (exc.name or "shipyard").startswith("shipyard"):
+        raise  # a bug of ours, not a missing package
     sys.exit(
         f"python -m shipyard.server needs the master's packages (no {exc.name} here): "
         "pip install 'shipyard[server]'"

@@ -215,7 +215,6 @@ def send_trial_logs(
         trial = trials.get(trial_id, session=s)
         if batch.run_id > trial.run_id:
             raise Conflict(f"trial {trial_id} has had {trial.run_id} runs, not {batch.run_id}")
-        stored = logs.ingest(
-            trial, batch.run_id, batch.source, batch.first_line, batch.lines, session=s
-        )
+        lines = m.orchestrator.supervisor.run_secrets.mask_lines(trial_id, batch.lines)
+        stored = logs.ingest(trial, batch.run_id, batch.source, batch.first_line, lines, session=s)
     return api.LogBatchStored(stored=stored)

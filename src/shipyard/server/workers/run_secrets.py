@@ -131,6 +131,13 @@ class RunSecrets:
         masker = self._maskers.get(trial_id)
         return masker.mask(chunk) if masker else chunk
 
+    def mask_lines(self, trial_id: int, lines: list[str]) -> list[str]:
+        """``mask`` for lines a run sent over HTTP (its entry masked them too)."""
+        masker = self._maskers.get(trial_id)
+        if masker is None:
+            return lines
+        return [masker.mask(line.encode()).decode("utf-8", errors="replace") for line in lines]
+
     def finish(self, trial_id: int) -> None:
         """The run ended: forget its values and remove its files."""
         self._maskers.pop(trial_id, None)
