@@ -67,6 +67,15 @@ def test_a_large_output_goes_in_bounded_batches():
     assert len(master.calls) >= 1_000_000 // _ship.MAX_BATCH_BYTES
 
 
+def test_many_short_lines_go_in_batches_the_master_takes():
+    master = StandInMaster()
+    shipper = _ship.LogShipper(master, trial_id=3, run_id=1)
+    shipper.write(b"1\n" * 25_000)  # 50 KB: one batch by size, too many lines for one
+    assert shipper.close(timeout_s=10)
+    assert master.lines == ["1"] * 25_000
+    assert len(master.calls) >= 25_000 // _ship.MAX_BATCH_LINES
+
+
 def test_a_refusing_master_stops_the_shipper_without_hanging(capsys):
     shipper = _ship.LogShipper(StandInMaster(refuse=True), trial_id=3, run_id=1)
     shipper.write(b"hello\n")

@@ -53,13 +53,14 @@ def cache_dir(environ: Mapping[str, str]) -> Path:
 
 def fetch(http: Any, trial_id: int, context_id: str, master_url: str, cache: Path) -> RunFiles:
     """The trial's working directory (its code unpacked) and its config file, on this node."""
-    archive, downloaded = _archive(http, trial_id, context_id, cache)
     # Per master and trial: two masters' trial 7 on one node are two directories.
     run_dir = (
         cache / "trials" / f"{hashlib.sha256(master_url.encode()).hexdigest()[:12]}-{trial_id}"
     )
     workdir = run_dir / "code"
-    if not (workdir / MARKER).exists():
+    downloaded = 0
+    if not (workdir / MARKER).exists():  # unpacked by an earlier run: no archive needed
+        archive, downloaded = _archive(http, trial_id, context_id, cache)
         workdir.mkdir(parents=True, exist_ok=True)
         if archive is not None:
             _unpack(archive, workdir)

@@ -19,6 +19,7 @@ from shipyard.common.errors import MasterUnavailable, ShipyardError
 
 INTERVAL_S = 0.5
 MAX_BATCH_BYTES = 256 * 1024
+MAX_BATCH_LINES = 10_000  # well under what the master takes in one batch (api.LogBatch)
 MAX_PAUSE_S = 5.0
 
 
@@ -35,6 +36,7 @@ class LogShipper:
         self._pending_bytes = 0
         self._sent = 0  # lines the master has stored: the number of the next batch's first
         self._closing = False
+        self._refused = False  # the master refuses this run's lines: keep none
         self._wake = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True, name="log-shipper")
         self._thread.start()
@@ -59,7 +61,7 @@ class LogShipper:
         return not self._thread.is_alive() and not self._pending
 
     def _add(self, lines: list[bytes]) -> None:
-        if not lines:
+        if not lines or self._refused:
             return
         # A line ending \r\n is stored without its \r, as the master's file tail stores it.
         texts = [line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines]
@@ -73,7 +75,7 @@ class LogShipper:
         while True:
             with self._wake:
                 if not self._closing and self._pending_bytes < MAX_BATCH_BYTES:
-                    self._wake.wait(pause)
+                    self._wake.wait(INTERVAL_S)
                 batch = self._batch()
                 done = self._closing and not self._pending
             if batch:
@@ -81,13 +83,15 @@ class LogShipper:
                     self._send(batch)
                     pause = INTERVAL_S
                 except MasterUnavailable:
+                    # Waited out here, not in the wait above: a full buffer skips that one.
                     pause = min(pause * 2, MAX_PAUSE_S)
-                    if self._closing:
-                        time.sleep(pause)
+                    time.sleep(pause)
                 except ShipyardError as exc:  # refused (the run is over, a bad token): stop
                     print(f"shipyard: the master refuses this run's output: {exc}", file=sys.stderr)
                     with self._wake:
+                        self._refused = True
                         self._pending.clear()
+                        self._pending_bytes = 0
                     return
             if done:
                 return
@@ -96,10 +100,11 @@ class LogShipper:
         batch: list[str] = []
         size = 0
         for line in self._pending:
-            if batch and size + len(line) > MAX_BATCH_BYTES:
+            line_size = len(line.encode()) + 1
+            if batch and (size + line_size > MAX_BATCH_BYTES or len(batch) >= MAX_BATCH_LINES):
                 break
             batch.append(line)
-            size += len(line) + 1
+            size += line_size
         return batch
 
     def _send(self, batch: list[str]) -> None:

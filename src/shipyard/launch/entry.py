@@ -119,7 +119,9 @@ def _run(
         )
         if context_id:
             _say(out, f"code {context_id[:12]} {where}, in {cwd}")
-    return run_relayed(command, out, masker, cwd=cwd, env=env)
+    # Sharing nothing, the master reads no Pod log: a command that cannot start says so in
+    # the output it is sent.
+    return run_relayed(command, out, masker, cwd=cwd, env=env, say=lambda m: _say(out, m))
 
 
 def _trust_masters_certificate(env: dict[str, str]) -> None:

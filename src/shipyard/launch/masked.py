@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 
 from shipyard.common.masking import Masker, values_from_env
 
@@ -89,15 +90,21 @@ def run_relayed(
     *,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> int:
     """Run CMD with its output going through the masker to ``out`` (anything with write and
-    flush), signals forwarded; its exit status (-N for a death by signal N)."""
+    flush), signals forwarded; its exit status (-N for a death by signal N). ``say``: where
+    a CMD that cannot start is told of (default: stderr)."""
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(command, stdout=write_end, stderr=write_end, cwd=cwd, env=env)
     except OSError as exc:
         os.close(read_end)
-        print(f"shipyard: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        message = f"cannot start {command[0]!r}: {exc.strerror}"
+        if say is None:
+            print(f"shipyard: {message}", file=sys.stderr)
+        else:
+            say(message)
         return EXIT_CANNOT_START
     finally:
         os.close(write_end)  # CMD holds it now: the pipe ends when CMD (and its children) do
