@@ -10,8 +10,8 @@ import tarfile
 import pytest
 
 from shipyard.client.checkpoints import fetch_links
-from shipyard.client.unpack import safe_extract_tar
 from shipyard.common.api import CheckpointFileLink, CheckpointLinks
+from shipyard.common.archives import safe_extract_tar
 from shipyard.common.errors import InvalidRequest
 
 

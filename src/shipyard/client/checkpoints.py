@@ -10,8 +10,8 @@ from urllib.parse import quote
 import httpx
 
 from shipyard.client.session import Session
-from shipyard.client.unpack import escapes, safe_extract_tar
 from shipyard.common.api import CheckpointInfo, CheckpointLinks
+from shipyard.common.archives import escapes, safe_extract_tar
 from shipyard.common.errors import InvalidRequest, NotFound, ShipyardError
 
 

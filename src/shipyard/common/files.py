@@ -29,23 +29,33 @@ def read_from(path: str | Path, offset: int, limit: int) -> bytes:
 
 
 def write_atomically(
-    path: str | Path, text: str, *, mode: int | None = None, durable: bool = False
+    path: str | Path,
+    content: str | bytes,
+    *,
+    mode: int | None = None,
+    durable: bool = False,
+    parents: bool = False,
 ) -> None:
-    """Replace the file with ``text`` in one step: a reader sees the old content or the new,
-    never a part. The temporary file is hidden and named by the process, so writers in
-    several processes never share one. ``mode``: the file's permissions (else the umask's
-    default); ``durable``: on disk (fsync) before it replaces the old file."""
+    """Replace the file with ``content`` (text is written as UTF-8) in one step: a reader
+    sees the old content or the new, never a part. The temporary file is hidden, named by
+    the process and a random part (several processes, also in containers whose pids repeat,
+    may write the same file at once) and removed when the write fails. ``mode``: the file's
+    permissions (else the umask's default); ``durable``: on disk (fsync) before it replaces
+    the old file; ``parents``: the missing directories above it are made."""
     target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    if mode is None:
-        handle = open(temporary, "w", encoding="utf-8")
-    else:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        handle = os.fdopen(fd, "w", encoding="utf-8")
-        os.chmod(temporary, mode)  # O_CREAT's mode does not apply to a file left by a crash
-    with handle:
-        handle.write(text)
-        if durable:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.replace(temporary, target)
+    if parents:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)  # the umask applied to O_CREAT's mode
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -31,11 +31,15 @@ MASK_ENV = "SHIPYARD_MASK_ENV"
 SECRETS_DIR_ENV = "SHIPYARD_SECRETS_DIR"
 
 
+def masked_names(environ: Mapping[str, str]) -> set[str]:
+    """The variables MASK_ENV names: those that hold secret values."""
+    return {n.strip() for n in environ.get(MASK_ENV, "").split(",") if n.strip()}
+
+
 def values_from_env(environ: Mapping[str, str]) -> list[str]:
     """The secret values a run holds: those of the variables named in MASK_ENV and the
     contents of the files under SECRETS_DIR_ENV."""
-    names = [n.strip() for n in environ.get(MASK_ENV, "").split(",") if n.strip()]
-    values = [environ[n] for n in names if environ.get(n)]
+    values = [environ[n] for n in sorted(masked_names(environ)) if environ.get(n)]
     directory = environ.get(SECRETS_DIR_ENV)
     if directory:
         for path in sorted(Path(directory).rglob("*")):

@@ -84,39 +84,23 @@ class JsonHttp:
         headers = {"Accept": "application/json", **self._auth}
         if payload is not None:
             headers["Content-Type"] = "application/json"
-        url = f"{self.base_url}{path}"
+        what = f"{method} {self.base_url}{path}"
         response = self._send(method, path, payload, headers, timeout_s)
-        raw = response.body
-        status = response.status
+        if response.status >= 400:
+            raise _error(response.status, response.body, what)
         try:
-            answer = json.loads(raw) if raw else None
+            return json.loads(response.body) if response.body else None
         except ValueError:
-            answer = None
-            if status < 400:
-                raise MasterUnavailable(
-                    f"{method} {url}: the answer is not JSON: {raw[:200]!r}"
-                ) from None
-        if status >= 500:
-            raise MasterUnavailable(f"{method} {url} answered {status}: {_message(answer, raw)}")
-        if status >= 400:
-            raise _typed_error(status, answer, raw, f"{method} {url}")
-        return answer
+            raise MasterUnavailable(
+                f"{what}: the answer is not JSON: {response.body[:200]!r}"
+            ) from None
 
     def download(self, path: str, *, timeout_s: float | None = None) -> bytes:
         """GET a file the master serves as bytes (a code snapshot), read whole."""
-        url = f"{self.base_url}{path}"
         response = self._send("GET", path, None, dict(self._auth), timeout_s)
-        if response.status < 400:
-            return response.body
-        try:
-            answer = json.loads(response.body)
-        except ValueError:
-            answer = None
-        if response.status >= 500:
-            raise MasterUnavailable(
-                f"GET {url} answered {response.status}: {_message(answer, response.body)}"
-            )
-        raise _typed_error(response.status, answer, response.body, f"GET {url}")
+        if response.status >= 400:
+            raise _error(response.status, response.body, f"GET {self.base_url}{path}")
+        return response.body
 
     def _send(
         self,
@@ -144,10 +128,18 @@ def _message(answer: Any, raw: bytes) -> str:
     return raw[:500].decode(errors="replace")
 
 
-def _typed_error(status: int, answer: Any, raw: bytes, what: str) -> ShipyardError:
+def _error(status: int, raw: bytes, what: str) -> ShipyardError:
+    """What an answer of 400 or more raises: MasterUnavailable for a 5xx (callers retry),
+    else the typed error the master named."""
+    try:
+        answer = json.loads(raw) if raw else None
+    except ValueError:
+        answer = None
+    if status >= 500:
+        return MasterUnavailable(f"{what} answered {status}: {_message(answer, raw)}")
     error = answer.get("error") if isinstance(answer, dict) else None
     kind = error.get("type") if isinstance(error, dict) else None
-    cls = ERRORS_BY_KIND.get(str(kind), InvalidRequest if status < 500 else ShipyardError)
+    cls = ERRORS_BY_KIND.get(str(kind), InvalidRequest)
     details = error.get("details") if isinstance(error, dict) else None
     return cls(
         f"{what} answered {status}: {_message(answer, raw)}",

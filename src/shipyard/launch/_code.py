@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tarfile
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
+from shipyard.common import files
+from shipyard.common.archives import MemberOutside, safe_extract_tar
 from shipyard.common.errors import ShipyardError
 from shipyard.common.node_env import CACHE_ENV
 from shipyard.core._retry import with_retry
@@ -89,39 +90,15 @@ def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Pa
 
 
 def _unpack(archive: Path, dest: Path) -> None:
-    with tarfile.open(archive, "r:gz") as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-            return
-        # A Python before 3.11.4 (Debian 12's python3 is 3.11.2) has no extraction filters:
-        # the data filter's checks that matter here, by hand.
-        unsafe = [member.name for member in tar.getmembers() if not _safe(member)]
-        if unsafe:
-            raise CodeFetchError(f"the code snapshot's member {unsafe[0]!r} points outside it")
-        tar.extractall(dest)
-
-
-def _safe(member: tarfile.TarInfo) -> bool:
-    """Inside the directory, and a file, a directory, or a link to a path inside it."""
-    if not _inside(member.name):
-        return False
-    if member.issym():
-        return _inside(str(PurePosixPath(member.name).parent / member.linkname))
-    return member.isfile() or member.isdir()
-
-
-def _inside(name: str) -> bool:
-    path = PurePosixPath(name)
-    return not path.is_absolute() and ".." not in path.parts
+    try:
+        safe_extract_tar(archive, dest)
+    except MemberOutside as exc:
+        raise CodeFetchError(
+            f"the code snapshot's member {exc.member!r} points outside it"
+        ) from exc
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Whole or absent: trials starting side by side on a node may write the same file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    """Whole or absent: trials starting side by side on a node may write the same file. Only
+    the user reads it; its directory is made if missing."""
+    files.write_atomically(path, data, mode=0o600, parents=True)

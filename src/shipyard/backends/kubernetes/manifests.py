@@ -30,7 +30,7 @@ from shipyard.backends.kubernetes.cluster import GROUP_LABEL, RUN_LABEL, RunMani
 from shipyard.backends.kubernetes.options import KubernetesOptions
 from shipyard.backends.local.containers import Mount, container_env, mounts_for
 from shipyard.common.errors import ConfigError
-from shipyard.common.masking import MASK_ENV
+from shipyard.common.masking import masked_names
 from shipyard.common.node_env import CACHE_ENV
 
 CONTAINER = "trial"
@@ -87,23 +87,25 @@ def build(
     sizes = group_sizes(len(spec.slots), options.slots_per_pod)
     kind = spec.slots[0].kind if spec.slots else "cpu"
     meet = rendezvous(name) if len(sizes) > 1 else None
-    jobs = []
+    # Sharing nothing, the image has shipyard installed: no package mounted, no path.
+    run_env = container_env(spec) if spec.shares_files else dict(spec.env)
+    if not spec.shares_files and options.code_cache_dir:
+        run_env[CACHE_ENV] = options.code_cache_dir
+    if options.master_url:
+        run_env["SHIPYARD_MASTER"] = options.master_url
     credentials = credential_names(spec.env)
-    hidden: dict[str, str] = {}
+    hidden = {k: v for k, v in run_env.items() if k in credentials}
+    jobs = []
     for group, size in enumerate(sizes):
-        # Sharing nothing, the image has shipyard installed: no package mounted, no path.
-        env = container_env(spec) if spec.shares_files else dict(spec.env)
-        if not spec.shares_files and options.code_cache_dir:
-            env[CACHE_ENV] = options.code_cache_dir
+        env = dict(run_env)
         env["SHIPYARD_SLOT_IDS"] = ",".join(f"{kind}{i}" for i in range(size))
-        if options.master_url:
-            env["SHIPYARD_MASTER"] = options.master_url
         if meet is not None:
             env["SHIPYARD_NUM_NODES"] = str(len(sizes))
             env["SHIPYARD_NODE_RANK"] = str(group)
             env["SHIPYARD_RENDEZVOUS_ADDR"] = f"{meet[0]}:{meet[1]}"
-        hidden.update({k: v for k, v in env.items() if k in credentials})
-        pod = _pod_spec(spec, options, env, kind, size, host_network, credentials)
+        pod = _pod_spec(
+            spec, options, env, kind, size, host_network, credentials, secret_name(name)
+        )
         if len(sizes) > 1:
             pod.hostname, pod.subdomain = f"g{group}", name  # g0.<name>.<namespace>.svc
         labels = _labels(spec, name) | {GROUP_LABEL: str(group)}
@@ -150,16 +152,20 @@ def _pod_spec(
     size: int,
     host_network: bool,
     credentials: set[str],
+    secret: str,
 ) -> client.V1PodSpec:
+    """``credentials``: the variables the Pod takes from its run's Secret ``secret``."""
     volumes, volume_mounts = [], []
-    mounts = mounts_for(spec) if spec.shares_files else _node_mounts(spec, options)
-    for i, mount in enumerate(mounts):
+    mounts: list[tuple[Mount, str | None]]  # each with its hostPath type
+    if spec.shares_files:
+        mounts = [(mount, None) for mount in mounts_for(spec)]
+    else:
+        mounts = _node_mounts(spec, options)
+    for i, (mount, host_path_type) in enumerate(mounts):
         volumes.append(
             client.V1Volume(
                 name=f"v{i}",
-                host_path=client.V1HostPathVolumeSource(
-                    path=mount.source, type=_host_path_type(spec, options, mount)
-                ),
+                host_path=client.V1HostPathVolumeSource(path=mount.source, type=host_path_type),
             )
         )
         volume_mounts.append(
@@ -181,9 +187,7 @@ def _pod_spec(
         command=list(spec.argv),
         working_dir=spec.workdir or None,  # sharing nothing: the entry makes its own
         env=[
-            _from_secret(k, secret_name(run_name(spec)))
-            if k in credentials
-            else client.V1EnvVar(name=k, value=v)
+            _from_secret(k, secret) if k in credentials else client.V1EnvVar(name=k, value=v)
             for k, v in sorted(env.items())
         ],
         volume_mounts=volume_mounts,
@@ -208,28 +212,28 @@ def _pod_spec(
     )
 
 
-def _node_mounts(spec: TrialLaunchSpec, options: KubernetesOptions) -> list[Mount]:
+def _node_mounts(
+    spec: TrialLaunchSpec, options: KubernetesOptions
+) -> list[tuple[Mount, str | None]]:
     """Sharing nothing with the master: only the node's own paths, the experiment's
     bind_mounts (absolute: there is no working directory to be relative to) and the code
-    cache."""
-    mounts = [
-        Mount(
-            str(raw["host_path"]),
-            str(raw["container_path"]),
-            bool(raw.get("read_only")),
-            str(raw.get("propagation") or "rprivate"),
+    cache; each with its hostPath type: the code cache is made on the node if missing, any
+    other path must be there."""
+    mounts: list[tuple[Mount, str | None]] = [
+        (
+            Mount(
+                str(raw["host_path"]),
+                str(raw["container_path"]),
+                bool(raw.get("read_only")),
+                str(raw.get("propagation") or "rprivate"),
+            ),
+            None,
         )
         for raw in spec.bind_mounts
     ]
     if options.code_cache_dir:
-        mounts.append(Mount(options.code_cache_dir, options.code_cache_dir))
+        mounts.append((Mount(options.code_cache_dir, options.code_cache_dir), "DirectoryOrCreate"))
     return mounts
-
-
-def _host_path_type(spec: TrialLaunchSpec, options: KubernetesOptions, mount: Mount) -> str | None:
-    """The code cache is made on the node if missing; any other path must be there."""
-    cache = not spec.shares_files and mount.source == options.code_cache_dir
-    return "DirectoryOrCreate" if cache else None
 
 
 def _model(manifest: dict[str, Any], kind: str) -> Any:
@@ -258,7 +262,7 @@ def _user() -> client.V1SecurityContext | None:
 def credential_names(env: dict[str, str]) -> set[str]:
     """The variables that hold credentials: kept in the run's Secret, not in the Pod spec
     (which anyone who may list Pods reads)."""
-    masked = {n.strip() for n in env.get(MASK_ENV, "").split(",") if n.strip()}
+    masked = masked_names(env)
     return {n for n in env if n in CREDENTIALS or n in masked}
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import shipyard
 from shipyard.backends.base import Handle, TrialLaunchSpec
 from shipyard.backends.local.options import ContainersConfig
-from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV
+from shipyard.common.masking import SECRETS_DIR_ENV, masked_names
 
 RUNTIMES = ("docker", "podman")
 PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
@@ -314,7 +314,7 @@ def write_env_file(env: Mapping[str, str], path: Path) -> dict[str, str]:
     one line each; returns those that must go through the CLI's environment instead
     (`--env NAME`, never on the command line): a value with a newline, and the secrets,
     which are kept out of files."""
-    secret_names = set(env.get(MASK_ENV, "").split(","))
+    secret_names = masked_names(env)
     via_cli = {k: v for k, v in env.items() if "\n" in v or "\r" in v or k in secret_names}
     path.unlink(missing_ok=True)  # a new file gets mode 0600, an old one keeps its own
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

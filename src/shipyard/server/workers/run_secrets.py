@@ -21,7 +21,6 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from shipyard.common.config import ExperimentConfig
 from shipyard.common.errors import ShipyardError
 from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV, Masker
 from shipyard.server import orm
@@ -89,7 +88,7 @@ class RunSecrets:
         injection.env[MASK_ENV] = ",".join(masked)
         if files:
             injection.env[SECRETS_DIR_ENV] = str(self._write_files(trial, files))
-        self._maskers[trial.id] = _masker(cfg, values)
+        self._maskers[trial.id] = _masker(values, keys)
         return injection
 
     def _write_files(self, trial: orm.Trial, files: dict[str, str]) -> Path:
@@ -123,7 +122,7 @@ class RunSecrets:
                 log.warning("trial %s: its secrets are not masked by the master: %s", trial.id, exc)
                 return
             values = opened.values
-        masker = _masker(cfg, values)
+        masker = _masker(values, checkpoint_storage.keys_to_mask(cfg, values))
         if masker:
             self._maskers[trial.id] = masker
 
@@ -154,7 +153,7 @@ class RunSecrets:
                 shutil.rmtree(directory, ignore_errors=True)
 
 
-def _masker(cfg: ExperimentConfig, values: dict[str, str]) -> Masker:
+def _masker(values: dict[str, str], keys: dict[str, str]) -> Masker:
     """What the master masks in the lines it stores of a run: its secrets' values and its
-    storage keys."""
-    return Masker([*values.values(), *checkpoint_storage.keys_to_mask(cfg, values).values()])
+    storage keys (checkpoint_storage.keys_to_mask)."""
+    return Masker([*values.values(), *keys.values()])
