@@ -91,7 +91,8 @@ $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
 #   (tests/fixtures/slurm.py);
 # - Docker's and Podman's engines (the fixtures start them by hand, no systemd), tini and
 #   catatonit as the containers' init, and mmdebstrap to build the tests' image from
-#   Debian's packages (no registry is used);
+#   Debian's packages (no registry is used); aardvark-dns, Podman's DNS on a network of its
+#   own (a gang's Pods find each other by name there);
 # - Chromium for the web UI's browser tests (Playwright drives it; it downloads no browser).
 system-packages:
 	@missing=""; \
@@ -102,6 +103,7 @@ system-packages:
 	need slurmctld slurmctld; need slurmd slurmd; need sbatch slurm-client; need munged munge; \
 	need dockerd docker.io; need podman podman; need catatonit catatonit; need tini tini; \
 	need mmdebstrap mmdebstrap; \
+	[ -x /usr/lib/podman/aardvark-dns ] || missing="$$missing aardvark-dns"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	missing=$$(tr ' ' '\n' <<<"$$missing" | sort -u | xargs); \
 	if [ -n "$$missing" ]; then \

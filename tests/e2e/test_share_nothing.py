@@ -21,6 +21,7 @@ from tests.e2e.master import CODE, Master
 from tests.e2e.test_auth import self_signed
 from tests.fixtures.containers import IMAGE
 from tests.fixtures.node_image import NODE_IMAGE, build_node_image
+from tests.fixtures.poll import poll
 from tests.fixtures.s3 import S3Server, seaweedfs_server
 
 pytestmark = pytest.mark.containers
@@ -73,26 +74,26 @@ def bucket(s3) -> str:
 
 @pytest.fixture(scope="module")
 def master(podman_env, node_image, network, tmp_path_factory) -> Iterator[Master]:
-    """A master over HTTPS, listening beyond loopback (authentication is on). Pool `k8s`:
-    Pods on the test's network, reaching the master at the gateway address; `k8s-split`: a
-    gang of two Pods, on the host's network (Pods of a gang on a Podman network cannot
-    find each other yet)."""
+    """A master over HTTPS, listening beyond loopback (authentication is on). Its pools'
+    Pods are on the test's network and reach the master at the gateway address; `k8s-split`
+    makes a gang of one Pod a slot, whose Pods find group 0 by its name."""
     cache = tmp_path_factory.mktemp("node-cache")
     tls = self_signed(tmp_path_factory.mktemp("tls"), network)
     home = tmp_path_factory.mktemp("share-nothing") / "home"
     m = Master(home, tls=tls, host="0.0.0.0")
-    pod = {"type": "kubernetes", "engine": "podman", "slot_type": "cpu"}
+    pod = {
+        "type": "kubernetes",
+        "engine": "podman",
+        "slot_type": "cpu",
+        "network": f"shipyard-sn-{os.getpid()}",
+        "master_url": f"https://{network}:{m.port}",
+        "code_cache_dir": str(cache),
+    }
     config = yaml.safe_dump(
         {
             "resource_pools": [
                 {"pool_name": "default", "slots": 1},
-                {
-                    "pool_name": "k8s",
-                    **pod,
-                    "network": f"shipyard-sn-{os.getpid()}",
-                    "master_url": f"https://{network}:{m.port}",
-                    "code_cache_dir": str(cache),
-                },
+                {"pool_name": "k8s", **pod},
                 {"pool_name": "k8s-split", **pod, "slots_per_pod": 1},
             ]
         }
@@ -108,8 +109,10 @@ def master(podman_env, node_image, network, tmp_path_factory) -> Iterator[Master
         m.stop()
 
 
-def _config(storage: dict, name: str, hparams: str, searcher: str = e2e.SINGLE) -> str:
-    pool = e2e.Pool("k8s", image=NODE_IMAGE, max_restarts=0)
+def _config(
+    storage: dict, name: str, hparams: str, searcher: str = e2e.SINGLE, max_restarts: int = 0
+) -> str:
+    pool = e2e.Pool("k8s", image=NODE_IMAGE, max_restarts=max_restarts)
     return pool.config(
         name, hparams, searcher, extra=yaml.safe_dump({"checkpoint_storage": storage})
     )
@@ -120,48 +123,77 @@ def _launcher_lines(master: Master, trial_id: int) -> list[str]:
     return [line["text"] for line in r.json()["lines"] if line["stream"] == "launcher"]
 
 
-def test_trials_fetch_their_code_once_per_node_and_send_their_output_back(
+def test_an_asha_search_fetches_its_code_once_per_node_and_sends_its_output_back(
     master, s3, bucket, podman_env
 ):
-    storage = s3.storage(bucket, PREFIX)
-    searcher = "{name: random, metric: val_loss, max_trials: 2, max_concurrent_trials: 1}"
-    hparams = "{x: {type: double, minval: -1, maxval: 1}, steps: 4, ckpt_every: 2}"
-    exp = master.create(_config(storage, "share-nothing", hparams, searcher), CODE)
-    done = master.wait(exp["id"], timeout=180)
+    """Four trials of an asynchronous successive halving search, two at a time: each trial's
+    metric is its id, so the first is the best and the worse ones stop at a rung."""
+    config = yaml.safe_dump(
+        {
+            "name": "share-nothing-asha",
+            "entrypoint": "python3 rung_trial.py",
+            "hyperparameters": {"length": 10, "sleep": 0.03, "checkpoint_at_end": True},
+            "searcher": {
+                "name": "async_halving",
+                "metric": "loss",
+                "time_metric": "batches",
+                "max_time": 10,
+                "num_rungs": 2,
+                "divisor": 2,
+                "max_trials": 4,
+                "max_concurrent_trials": 2,
+            },
+            "resources": {"resource_pool": "k8s"},
+            "environment": {"image": NODE_IMAGE},
+            "checkpoint_storage": s3.storage(bucket, PREFIX),
+            "max_restarts": 0,
+        }
+    )
+    done = master.wait(master.create(config, CODE)["id"], timeout=240)
     assert done["state"] == "COMPLETED", done
-    first, second = sorted(done["trials"], key=lambda t: t["id"])
-    for trial in (first, second):
-        assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == [1, 2, 3, 4]
-        # Its output reached the master over HTTP: no file of the Pod's is read.
+    trials = sorted(done["trials"], key=lambda t: t["id"])
+    assert len(trials) == 4
+    assert trials[0]["state"] == "COMPLETED" and trials[0]["steps_completed"] == 10
+    stopped = [t for t in trials if t["state"] == "STOPPED"]
+    assert stopped and all("not in the top" in t["end_reason"] for t in stopped)
+    assert {t["state"] for t in trials} <= {"COMPLETED", "STOPPED"}
+    code_lines = []
+    for trial in trials:
+        # One metric a step, and its output reached the master over HTTP: no file of the
+        # Pod's is read.
+        steps = [s for s, _ in master.metrics(trial["id"], "validation", "loss")]
+        assert steps == list(range(1, trial["steps_completed"] + 1))
         assert "finished" in master.logs(trial["id"])
         detail = master.trial(trial["id"])
-        assert detail["latest_checkpoint"]
+        assert detail["latest_checkpoint"]  # in the bucket
         [run] = detail["runs"]
         assert run["environment"]["image"] == NODE_IMAGE
-    # The code went to the node once: the second trial found it in the node's cache.
-    [fetched] = [line for line in _launcher_lines(master, first["id"]) if line.startswith("code ")]
-    assert "downloaded" in fetched
-    [cached] = [line for line in _launcher_lines(master, second["id"]) if line.startswith("code ")]
-    assert "from this node's cache" in cached
+        [line] = [x for x in _launcher_lines(master, trial["id"]) if x.startswith("code ")]
+        code_lines.append(line)
+    # The code went to the node once (two trials that start together may both fetch it);
+    # the later ones found it in the node's cache.
+    assert any("downloaded" in line for line in code_lines), code_lines
+    assert sum("from this node's cache" in line for line in code_lines) >= 2, code_lines
     assert len(list((master.node_cache / "contexts").glob("*.tar.gz"))) == 1
     # The config each trial got is on the node, without the storage's secret key.
     configs = list((master.node_cache / "trials").glob("*/config.json"))
-    assert len(configs) == 2
+    assert len(configs) >= 4
     assert all(s3.secret_key not in c.read_text() for c in configs)
     assert all('"bucket"' in c.read_text() for c in configs)
     # Nothing was made for these trials on the master's disk: no working dir, no log file.
-    assert not (master.home / "trials" / str(first["id"])).exists()
-    assert not list((master.home / "logs").glob(f"trial-{first['id']}-run-*.log"))
-    # The run's credentials were in a Secret of its own, deleted with its Pods.
+    for trial in trials:
+        assert not (master.home / "trials" / str(trial["id"])).exists()
+        assert not list((master.home / "logs").glob(f"trial-{trial['id']}-run-*.log"))
+    # The runs' credentials were in Secrets of their own, deleted with their Pods.
     secrets = subprocess.run(
         ["podman", "secret", "ls", "--format", "{{.Name}}"],
         capture_output=True, text=True, check=True, env={**os.environ, **podman_env},
     )  # fmt: skip
     assert not [name for name in secrets.stdout.split() if name.startswith("shipyard-t")]
-    # The checkpoints are in the bucket (one a ckpt_every, kept as the default retention).
+    # Every trial's last checkpoint is in the bucket, its manifest written.
     listed = s3.client().list_objects_v2(Bucket=bucket, Prefix=PREFIX + "/")
     manifests = [o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith("metadata.json")]
-    assert len(manifests) >= 2
+    assert len(manifests) >= 4
 
 
 def test_a_trial_in_its_own_network_namespace_reaches_the_master_over_tls_only(
@@ -179,9 +211,12 @@ def test_a_trial_in_its_own_network_namespace_reaches_the_master_over_tls_only(
     assert "ca=set" in printed  # the master's certificate, sent by value
 
 
-def test_every_rank_of_a_two_pod_gang_sends_its_lines(master, s3, bucket):
-    """Each Pod's entry numbers its own lines (its node rank is the source), so the two
-    streams of one run never collide at the master."""
+def test_a_gang_of_two_pods_on_the_network_trains_as_one_and_sends_every_ranks_lines(
+    master, s3, bucket
+):
+    """The two Pods, each in its own network namespace, find group 0 by its Pod name and
+    train as one gang; each Pod's entry numbers its own lines (its node rank is the
+    source), so the two streams of one run never collide at the master."""
     config = yaml.safe_dump(
         {
             "name": "share-nothing-gang",
@@ -202,6 +237,9 @@ def test_every_rank_of_a_two_pod_gang_sends_its_lines(master, s3, bucket):
     assert {(0, "rank 0 finished"), (1, "rank 1 finished")} <= finished
     [run] = master.trial(trial["id"])["runs"]
     assert len(run["environment"]["jobs"]) == 2  # one Pod a rank
+    # The chief's reports, once a step; its checkpoint, taken by both ranks, in the bucket.
+    assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == [1, 2, 3, 4, 5]
+    assert master.trial(trial["id"])["latest_checkpoint"]
 
 
 def test_a_paused_trial_resumes_from_its_s3_checkpoint_in_a_new_pod(master, s3, bucket):
@@ -216,19 +254,39 @@ def test_a_paused_trial_resumes_from_its_s3_checkpoint_in_a_new_pod(master, s3, 
     assert trial["latest_checkpoint"]
 
 
-def test_a_shared_fs_storage_is_refused_on_a_pool_that_shares_nothing(master):
-    exp = master.create(
-        e2e.Pool("k8s", image=NODE_IMAGE, max_restarts=0).config(
-            "share-nothing-shared-fs", "{steps: 2}"
+def test_what_lives_on_the_masters_disk_is_refused_at_submit_naming_the_field(master):
+    """The master's default shared_fs storage, a secret as a file, a relative bind mount:
+    a 422 naming each field and what to do, and nothing stored."""
+    before = master.http.get("/experiments").json()
+    config = e2e.Pool("k8s", image=NODE_IMAGE).config(
+        "share-nothing-refused",
+        "{steps: 2}",
+        extra=yaml.safe_dump(
+            {
+                "secrets": [{"name": "SN_KEY", "file": "key.json"}],
+                "bind_mounts": [{"host_path": "/tmp", "container_path": "data"}],
+            }
         ),
-        CODE,
     )
-    done = master.wait(exp["id"], timeout=60)
-    assert done["state"] == "ERRORED"
-    [trial] = done["trials"]
-    [run] = master.trial(trial["id"])["runs"]
-    assert "checkpoint_storage of type shared_fs" in run["ended_how"]
-    assert "set shared_fs: true on the pool" in run["ended_how"]
+    assert master.http.put(
+        "/workspaces/Uncategorized/secrets/SN_KEY", json={"value": "k"}
+    ).is_success
+    r = master.post_experiment(config, CODE)
+    assert r.status_code == 422, r.text
+    details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
+    assert set(details) == {
+        "checkpoint_storage",
+        "secrets[0].file",
+        "bind_mounts[0].container_path",
+    }
+    assert (
+        "the master's default checkpoint_storage of type shared_fs" in details["checkpoint_storage"]
+    )
+    assert "set shared_fs: true on the pool" in details["checkpoint_storage"]
+    assert "not supported yet" in details["secrets[0].file"]
+    assert "give an absolute path" in details["bind_mounts[0].container_path"]
+    assert "resource pool 'k8s' shares no files with the master" in r.json()["error"]["message"]
+    assert master.http.get("/experiments").json() == before
 
 
 def test_a_batch_of_output_sent_again_is_stored_once(master, s3, bucket):
@@ -258,3 +316,56 @@ def test_a_batch_of_output_sent_again_is_stored_once(master, s3, bucket):
         (line["rank"], line["text"]) for line in lines if line["text"] in ("one", "two", "three")
     ]
     assert sent == [(3, "one"), (0, "two"), (0, "three")]
+
+
+def test_a_trial_container_killed_mid_upload_resumes_from_its_previous_checkpoint(
+    master, s3, bucket, podman_env
+):
+    """kill -9 of the Pod's trial container while checkpoint 10's 300 MB file is uploading:
+    no half checkpoint is ever visible, the new Pod resumes from checkpoint 5 in the bucket,
+    each step's metric is kept once, and the master removes the killed upload's objects."""
+    storage = s3.storage(bucket, PREFIX)
+    hparams = f"{{steps: 10, ckpt_every: 5, ckpt_bytes: {300 * 2**20}, sleep: 0.3}}"
+    config = _config(storage, "share-nothing-kill", hparams, max_restarts=1).replace(
+        "python3 steps.py", "python3 checkpoint_gate.py"
+    )
+    exp = master.create(config, CODE)
+    trial_id = exp["trials"][0]["id"]
+    first = master.wait_for(
+        lambda: master.trial(trial_id)["latest_checkpoint"], what="checkpoint 5 registered"
+    )
+    client = s3.client()
+
+    def half_written() -> str | None:
+        """A checkpoint whose small file is up while its 300 MB one is still uploading."""
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=PREFIX + "/")
+        keys = {item["Key"].removeprefix(PREFIX + "/") for item in listed.get("Contents", [])}
+        for key in keys:
+            uuid, _, name = key.partition("/")
+            if name == "state.json" and uuid != first and f"{uuid}/metadata.json" not in keys:
+                return uuid
+        return None
+
+    victim = poll(half_written, "checkpoint 10 half uploaded", timeout_s=60, every_s=0.02)
+    env = {**os.environ, **podman_env}
+    names = subprocess.run(
+        ["podman", "ps", "--format", "{{.Names}}"], env=env, capture_output=True, text=True
+    ).stdout.split()
+    [container] = [n for n in names if n.startswith(f"shipyard-t{trial_id}-r1-")]
+    subprocess.run(["podman", "kill", "--signal", "KILL", container], env=env, check=True)
+
+    done = master.wait(exp["id"], timeout=180)
+    assert done["state"] == "COMPLETED", done
+    trial = master.trial(trial_id)
+    assert len(trial["runs"]) == 2
+    assert "resumed from step 5" in master.logs(trial_id)
+    assert [s for s, _ in master.metrics(trial_id, "training", "loss")] == list(range(1, 11))
+    listed = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
+    assert victim not in {c["uuid"] for c in listed}
+
+    def victim_gone() -> bool:
+        left = client.list_objects_v2(Bucket=bucket, Prefix=f"{PREFIX}/{victim}/")
+        uploads = client.list_multipart_uploads(Bucket=bucket, Prefix=f"{PREFIX}/{victim}/")
+        return not left.get("Contents") and not uploads.get("Uploads")
+
+    master.wait_for(victim_gone, timeout=60, what="the killed upload's objects removed")

@@ -13,6 +13,11 @@ class BackendOptions(BaseModel):
 
     type: str
 
+    def shares_masters_files(self) -> bool:
+        """Whether the pool's nodes see the master's disk at its paths (Backend's method of
+        the same name); known from the options alone, so the master checks at submit."""
+        return True
+
 
 class LocalOptions(BackendOptions):
     """Processes on the master's machine: the local pools share its slots."""

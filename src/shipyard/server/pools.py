@@ -175,6 +175,7 @@ class Pool:
     preemption: bool
     type: str = "local"  # the backend
     description: str = ""
+    shares_files: bool = True  # its nodes see the master's disk (shares_masters_files)
 
     @property
     def slot_ids(self) -> frozenset[str]:
@@ -261,6 +262,7 @@ def partition(
             preemption=p.scheduler.preemption,
             type=p.type,
             description=p.description,
+            shares_files=p.shares_masters_files(),
         )
         for p in config.resource_pools
     }

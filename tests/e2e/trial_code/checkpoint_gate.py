@@ -1,9 +1,11 @@
 """A test trial for checkpoint storage faults: trains `steps` steps and checkpoints every
 `ckpt_every` (state.json plus `ckpt_bytes` of weights); before the checkpoint at step
 `gate_step` it waits until the file `<gate>.<run_id>` exists, so a test can fill or free the
-checkpoint disk at a known point of each run, without timing.
+checkpoint disk at a known point of each run, without timing. Without a gate (a trial that
+shares no file with the test), `sleep` seconds a step leave the test time to watch.
 
-hparams: steps, ckpt_every, ckpt_bytes, gate (absolute path prefix), gate_step.
+hparams: steps, ckpt_every, ckpt_bytes, and gate (absolute path prefix) with gate_step, or
+sleep.
 """
 
 import json
@@ -21,9 +23,10 @@ with shipyard.core.init() as ctx:
         print(f"resumed from step {start}", flush=True)
     for step in range(start + 1, hp["steps"] + 1):
         ctx.train.report_training_metrics(step, {"loss": 1.0 / step, "run": ctx.info.run_id})
+        time.sleep(hp.get("sleep", 0))
         if step % hp["ckpt_every"]:
             continue
-        if step == hp["gate_step"]:
+        if step == hp.get("gate_step"):
             gate = Path(f"{hp['gate']}.{ctx.info.run_id}")
             print(f"waiting at the gate before checkpoint {step}", flush=True)
             while not gate.exists():

@@ -3,7 +3,8 @@ best of all), reported with the time metric "batches" at every step.
 
 hparams: length (steps to train unless the searcher says otherwise), sleep (per step),
 ignore_stop (never look at should_stop: the master must terminate it), no_time_metric
-(leave "batches" out of the validation metrics).
+(leave "batches" out of the validation metrics), checkpoint_at_end (a checkpoint when it
+trains to the end too).
 """
 
 import json
@@ -26,4 +27,8 @@ with shipyard.core.init() as ctx:
             print(f"stopped by the searcher at step {step}", flush=True)
             break
         time.sleep(hp.get("sleep", 0.05))
+    else:
+        if hp.get("checkpoint_at_end"):
+            with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _uuid):
+                (path / "state.json").write_text(json.dumps({"step": step}))
     print("finished", flush=True)

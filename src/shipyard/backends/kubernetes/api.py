@@ -14,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from shipyard.backends.kubernetes.cluster import (
     GROUP_LABEL,
+    RENDEZVOUS_PORT,
     RUN_LABEL,
     Cluster,
     ClusterError,
@@ -23,7 +24,6 @@ from shipyard.backends.kubernetes.cluster import (
 from shipyard.backends.kubernetes.manifests import CONTAINER
 from shipyard.backends.kubernetes.options import KubernetesOptions
 
-RENDEZVOUS_PORT = 29400  # in the Pod's own network; the launchers bind it and the next one
 # Pod conditions and reasons by which Kubernetes says it took the Pod away (the trial did
 # not fail): eviction, preemption by a higher priority Pod, a node that went away.
 _TAKEN_REASONS = {"Evicted", "Preempting", "Shutdown", "NodeLost", "Terminated"}
@@ -145,7 +145,7 @@ class ApiCluster(Cluster):
             if exc.status != 404:
                 raise ClusterError(f"cannot delete the trial's objects: {exc.reason}") from exc
 
-    def logs(self, run: str, group: int) -> bytes:
+    def logs(self, run: str, group: int, tail: int | None = None) -> bytes:
         pods = self._call(
             self.core.list_namespaced_pod,
             self.namespace,
@@ -158,6 +158,7 @@ class ApiCluster(Cluster):
                 pods[0].metadata.name,
                 self.namespace,
                 container=CONTAINER,
+                tail_lines=tail,  # None: all of it
                 _preload_content=False,
                 _request_timeout=self._timeout,
             )

@@ -12,6 +12,9 @@ from typing import Any
 # Labels on every object of a run: the run's name finds all its Jobs, Pods and Service.
 RUN_LABEL = "shipyard.ai/run"
 GROUP_LABEL = "shipyard.ai/rank-group"
+# Where group 0 of a gang listens, in its Pod's own network namespace: the launchers bind
+# this port and the next one (torch's MASTER_PORT and Shipyard's coordinator).
+RENDEZVOUS_PORT = 29400
 
 
 class ClusterError(Exception):
@@ -81,8 +84,9 @@ class Cluster(abc.ABC):
         """Delete everything of the run (quiet when it is already gone)."""
 
     @abc.abstractmethod
-    def logs(self, run: str, group: int) -> bytes:
-        """All the output (stdout and stderr) of a rank group's Pod so far."""
+    def logs(self, run: str, group: int, tail: int | None = None) -> bytes:
+        """All the output (stdout and stderr) of a rank group's Pod so far; with ``tail``,
+        only its last ``tail`` lines."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and threads."""

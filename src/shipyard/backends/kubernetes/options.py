@@ -46,6 +46,9 @@ class KubernetesOptions(BackendOptions, SlotTypeOption):
     # SIGKILL this long after SIGTERM if the master cannot do it itself (it died meanwhile).
     termination_grace_s: int = Field(default=600, ge=0)
 
+    def shares_masters_files(self) -> bool:
+        return self.shared_fs
+
     @model_validator(mode="after")
     def _network_is_podmans(self) -> KubernetesOptions:
         if self.network is not None and self.engine != "podman":

@@ -1,7 +1,8 @@
 """The cluster as Podman on the master's machine: each Job's Pod is played with
 `podman kube play`, the same Pod spec an API server would get. What Podman does not have
-(Jobs, Services, a scheduler, DNS) is not used: the Pods share the host's network, so group 0
-is found on 127.0.0.1. Used by the tests and for one machine without a cluster."""
+(Jobs, Services, a scheduler) is not used: the Pods share the host's network, so group 0 is
+found on 127.0.0.1, or they join a Podman network (`network:`), where Podman's DNS answers
+group 0's Pod name. Used by the tests and for one machine without a cluster."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import yaml
 
 from shipyard.backends.kubernetes.cluster import (
     GROUP_LABEL,
+    RENDEZVOUS_PORT,
     RUN_LABEL,
     Cluster,
     ClusterError,
@@ -25,7 +27,6 @@ from shipyard.backends.kubernetes.cluster import (
 )
 from shipyard.backends.kubernetes.manifests import CONTAINER, pod_of, secret_name
 from shipyard.backends.local.gpus import detect_gpus
-from shipyard.common.errors import ConfigError
 from shipyard.common.ports import free_ports
 
 log = logging.getLogger(__name__)
@@ -74,11 +75,10 @@ class PodmanCluster(Cluster):
         return len(detect_gpus()) if slot_type == "gpu" else os.cpu_count() or 1
 
     def rendezvous(self, run: str) -> tuple[str, int]:
-        if self.network is not None:  # no DNS for Pods here: group 0's address is not known
-            raise ConfigError(
-                "a gang of several Pods is not supported yet on a Podman network: leave "
-                "slots_per_pod unset (one Pod a trial) or the pool's network unset"
-            )
+        if self.network is not None:
+            # Podman's DNS on the network (aardvark-dns) answers a Pod's name, as a headless
+            # Service answers group 0's in a cluster; the port is in its network namespace.
+            return f"{run}-g0", RENDEZVOUS_PORT
         return "127.0.0.1", free_ports(2, "127.0.0.1", consecutive=True)[0]
 
     def create(self, manifests: RunManifests) -> None:
@@ -144,11 +144,12 @@ class PodmanCluster(Cluster):
         if result.returncode != 0:
             raise ClusterError(f"podman secret create failed: {result.stderr.strip()}")
 
-    def logs(self, run: str, group: int) -> bytes:
+    def logs(self, run: str, group: int, tail: int | None = None) -> bytes:
         # stderr into the same pipe: one stream, as the API's log has it.
+        last = [] if tail is None else ["--tail", str(tail)]
         try:
             result = subprocess.run(
-                ["podman", "logs", f"{run}-g{group}-{CONTAINER}"],
+                ["podman", "logs", *last, f"{run}-g{group}-{CONTAINER}"],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 env=self.env,

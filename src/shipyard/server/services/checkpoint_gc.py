@@ -32,15 +32,18 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []
+    deleted = []
     for uuid in doomed:
         try:
             storage.delete(uuid)
-        except OSError:
-            log.exception("could not delete checkpoint %s", uuid)
+        except OSError as exc:  # kept, and tried again at the next pass
+            log.warning("could not delete checkpoint %s: %s", uuid, exc)
+        else:
+            deleted.append(uuid)
     with db.write() as s:
-        for uuid in doomed:
+        for uuid in deleted:
             s.get_one(orm.Checkpoint, uuid).state = DELETED
-    return doomed
+    return deleted
 
 
 def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int) -> list[str]:
@@ -49,8 +52,8 @@ def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int)
     writing its mark's checkpoint right now, so only ended runs' are touched."""
     try:
         marks = storage.writing()
-    except OSError:
-        log.exception("could not list unfinished checkpoints in %s", storage)
+    except OSError as exc:
+        log.warning("could not list unfinished checkpoints in %s: %s", storage, exc)
         return []
     if not marks:
         return []
@@ -74,8 +77,8 @@ def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int)
             else:
                 storage.delete(uuid)
                 removed.append(uuid)
-        except OSError:
-            log.exception("could not remove unfinished checkpoint %s", uuid)
+        except OSError as exc:  # its mark stays: tried again at the next pass
+            log.warning("could not remove unfinished checkpoint %s: %s", uuid, exc)
     if removed:
         log.info("removed %d unfinished checkpoints of experiment %s", len(removed), experiment_id)
     return removed

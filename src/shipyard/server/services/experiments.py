@@ -25,7 +25,14 @@ from shipyard.server import orm
 from shipyard.server.auth.permissions import Action, Grants
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import checkpoint_storage, lifecycle, searching, views, workspaces
+from shipyard.server.services import (
+    checkpoint_storage,
+    lifecycle,
+    searching,
+    share_nothing,
+    views,
+    workspaces,
+)
 from shipyard.server.services import secrets as workspace_secrets
 from shipyard.server.services.contexts import get_context
 from shipyard.server.services.experiment_config import config_of
@@ -65,6 +72,7 @@ def create(
     _check_lengths(cfg)
     pool = _pool_for(cfg.resources, pools, default_pool)
     _check_image_runs_in(pools[pool], cfg)
+    _check_runs_without_the_masters_disk(pools[pool], cfg, default_checkpoint_base)
     checkpoint_storage.check_keys_at_submit(cfg, project.workspace_id, session=session)
     seed = cfg.reproducibility.experiment_seed
     if seed is None:
@@ -174,6 +182,21 @@ def _check_image_runs_in(pool: Pool, cfg: ExperimentConfig) -> None:
                     f"environment.image or use a {' or '.join(types_with(RunsImages))} pool",
                 }
             ],
+        )
+
+
+def _check_runs_without_the_masters_disk(pool: Pool, cfg: ExperimentConfig, default: str) -> None:
+    """On a pool whose nodes share nothing with the master, nothing the trial needs may
+    live only on the master's disk."""
+    if pool.shares_files:
+        return
+    problems = share_nothing.refusals(cfg, cfg.checkpoint_base_path(default))
+    if problems:
+        first = f"{problems[0]['path']}: {problems[0]['message']}"
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConfigError(
+            f"resource pool {pool.name!r} shares no files with the master; {first}{more}",
+            problems,
         )
 
 

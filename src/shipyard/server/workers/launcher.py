@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import os
 import sys
 from pathlib import Path
 
 from shipyard.backends.base import Slot, TrialLaunchSpec
+from shipyard.common.config import ExperimentConfig
 from shipyard.common.config.environment import BindMount, DeviceImages
 from shipyard.common.errors import ConfigError
-from shipyard.common.masking import SECRETS_DIR_ENV
 from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SHIP_LOGS_ENV
 from shipyard.launch import entry
 from shipyard.search.registry import full_length
 from shipyard.server import orm
-from shipyard.server.services import checkpoint_storage
+from shipyard.server.services import checkpoint_storage, share_nothing
 from shipyard.server.services.contexts import unpack_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.settings import Settings
@@ -120,7 +120,8 @@ def build_spec(
     argv = config.entrypoint_argv()
     if secrets is not None:  # the values, and the wrapper that masks them in the output
         env.update(secrets.env)
-        argv = secrets.wrap(argv)
+        if shares_files:  # else the entry masks them
+            argv = secrets.wrap(argv)
     searcher = config.searcher
     max_length = full_length(config.searcher)
     env.update(
@@ -135,7 +136,6 @@ def build_spec(
             "SHIPYARD_CHECKPOINT_STORAGE": json.dumps(
                 checkpoint_storage.spec_of(exp, secrets.values if secrets else None)
             ),
-            "SHIPYARD_EXPERIMENT_CONFIG": str(_experiment_config_file(settings, exp)),
             "SHIPYARD_SEARCHER_METRIC": searcher.metric,
             "SHIPYARD_SEARCHER_MAX_LENGTH": _optional(max_length),
             "SHIPYARD_SEARCHER_TARGET": _optional(trial.target_length),
@@ -149,9 +149,14 @@ def build_spec(
     )
     if task_token:  # the run's own credentials (never a user's token)
         env["SHIPYARD_TASK_TOKEN"] = task_token
-    if settings.tls_cert:  # trials trust the master's certificate
-        env["SHIPYARD_CA_CERT"] = str(settings.tls_cert)
-    spec = TrialLaunchSpec(
+    if shares_files:
+        env["SHIPYARD_EXPERIMENT_CONFIG"] = str(_experiment_config_file(settings, exp))
+        if settings.tls_cert:  # trials trust the master's certificate
+            env["SHIPYARD_CA_CERT"] = str(settings.tls_cert)
+    else:
+        env.update(_sharing_nothing(settings, exp, config))
+        argv = [*entry.ARGV, *argv]
+    return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
         argv=argv,
@@ -161,44 +166,26 @@ def build_spec(
         image=image,
         log_path=run_log_path(settings, trial),
         bind_mounts=[mount.model_dump() for mount in config.bind_mounts],
+        shares_files=shares_files,
     )
-    return spec if shares_files else _sharing_nothing(spec, exp, config.entrypoint_argv())
 
 
 def _sharing_nothing(
-    spec: TrialLaunchSpec, exp: orm.Experiment, argv: list[str]
-) -> TrialLaunchSpec:
-    """The spec for a node that does not see the master's disk: shipyard.launch.entry fetches
-    the code and config with the task token, masks the output (in place of the masking
-    wrapper) and sends it to the master. What lives only on the master's disk is refused."""
-    storage = json.loads(spec.env["SHIPYARD_CHECKPOINT_STORAGE"])
-    if storage.get("type") == "shared_fs":
-        raise ConfigError(
-            f"checkpoint_storage of type shared_fs ({storage.get('base_path')}) is on the "
-            "master's disk, which this pool's nodes do not share: use checkpoint_storage "
-            "of type s3, or set shared_fs: true on the pool if its nodes mount that path"
-        )
-    if SECRETS_DIR_ENV in spec.env:
-        raise ConfigError(
-            "secrets given as files are not supported yet on a pool whose nodes do not share "
-            "the master's disk: give them as environment variables (secrets[].env)"
-        )
-    for i, mount in enumerate(spec.bind_mounts):
-        if not os.path.isabs(str(mount["container_path"])):
-            raise ConfigError(
-                f"bind_mounts[{i}].container_path {mount['container_path']!r} is relative to "
-                "the trial's working directory, which is made on the node: give an "
-                "absolute path"
-            )
-    # The files of the master's disk, by value: the config comes from the master, and the
-    # certificate the node trusts it by travels in the environment (it is public).
-    env = {
-        k: v
-        for k, v in spec.env.items()
-        if k not in ("SHIPYARD_EXPERIMENT_CONFIG", "SHIPYARD_CA_CERT")
-    }
-    if "SHIPYARD_CA_CERT" in spec.env:
-        env[CA_PEM_ENV] = Path(spec.env["SHIPYARD_CA_CERT"]).read_text()
-    env[CONTEXT_ENV] = exp.context_id or ""
-    env[SHIP_LOGS_ENV] = "1"
-    return dataclasses.replace(spec, argv=[*entry.ARGV, *argv], env=env, shares_files=False)
+    settings: Settings, exp: orm.Experiment, config: ExperimentConfig
+) -> dict[str, str]:
+    """The variables of a run on a node that does not see the master's disk, whose argv
+    shipyard.launch.entry starts: it fetches the code and config with the task token, masks
+    the output (in place of the masking wrapper) and sends it to the master. What lives only
+    on the master's disk is refused."""
+    refused = share_nothing.refusals(config, exp.checkpoint_base)
+    if refused:  # the pool changed since the submit's check
+        raise ConfigError("; ".join(f"{r['path']}: {r['message']}" for r in refused))
+    env = {CONTEXT_ENV: exp.context_id or "", SHIP_LOGS_ENV: "1"}
+    if settings.tls_cert:  # by value: the node has no file of the master's (it is public)
+        env[CA_PEM_ENV] = _certificate(settings.tls_cert)
+    return env
+
+
+@functools.cache
+def _certificate(path: Path) -> str:
+    return path.read_text()
