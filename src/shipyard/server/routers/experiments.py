@@ -37,7 +37,7 @@ def create_experiment(
     p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> api.ExperimentDetail:
-    cfg = experiments.load_checked(req)
+    cfg = experiments.load_checked(req, p.grants, m.db)
     with m.db.write() as s:
         exp = experiments.create(
             req,

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from shipyard.common.config import ExperimentConfig
 from shipyard.common.config.checkpoint import S3Storage
 from shipyard.common.errors import ConfigError
@@ -85,7 +83,7 @@ def check_at_submit(cfg: ExperimentConfig, secrets: Mapping[str, str] | None = N
     """An S3 storage the master cannot use (no such bucket, refused credentials, an
     endpoint that does not answer) is refused with the field at fault, before anything is
     stored: the master needs it for retention and downloads, and every trial would fail.
-    Keys from secrets wait for check_keys_at_submit (`secrets`: their values)."""
+    Keys from secrets are checked once their values are open (`secrets`: those values)."""
     storage = cfg.checkpoint_storage
     if not isinstance(storage, S3Storage) or (storage.secret_names() and secrets is None):
         return
@@ -99,17 +97,6 @@ def check_at_submit(cfg: ExperimentConfig, secrets: Mapping[str, str] | None = N
             "the experiment's checkpoint storage cannot be used",
             [{"path": f"checkpoint_storage.{exc.field or 'endpoint_url'}", "message": str(exc)}],
         ) from None
-
-
-def check_keys_at_submit(cfg: ExperimentConfig, workspace_id: int, *, session: Session) -> None:
-    """check_at_submit for a storage whose keys come from secrets, with their values: in
-    the submit's write transaction, after secrets.check_at_submit found that the submitter
-    may use them, since the access key travels to the config's endpoint_url. (It holds the
-    writer for as long as the endpoint takes to answer: at most a few seconds.)"""
-    names = workspace_secrets.storage_secrets(cfg)
-    if names:
-        values = workspace_secrets.open_at_submit(workspace_id, names.values(), session=session)
-        check_at_submit(cfg, values)
 
 
 def without_credentials(config: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from shipyard.common.errors import (
 from shipyard.common.states import ExperimentState, TrialState
 from shipyard.server import orm
 from shipyard.server.auth.permissions import Action, Grants
+from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
 from shipyard.server.services import (
@@ -40,11 +41,23 @@ from shipyard.server.services.lifecycle import Event
 from shipyard.server.services.workspaces import Visible, get_visible, within
 
 
-def load_checked(req: api.CreateExperimentRequest) -> ExperimentConfig:
-    """The request's config, parsed, with its checkpoint storage reachable: done before
-    the write transaction, since asking an S3 endpoint may take seconds."""
+def load_checked(
+    req: api.CreateExperimentRequest, grants: Grants, db: Database
+) -> ExperimentConfig:
+    """The request's config, parsed, with its checkpoint storage reachable: done outside the
+    write transaction that creates the experiment, since asking an S3 endpoint may take
+    seconds. Keys from the workspace's secrets are opened (the submitter must be allowed to
+    use them: the access key travels to the config's endpoint_url) in a short transaction
+    of their own first."""
     cfg = load_config(req.config_yaml, req.config_file)
-    checkpoint_storage.check_at_submit(cfg)
+    values = None
+    names = workspace_secrets.storage_secrets(cfg)
+    if names:
+        with db.write() as s:  # the keyring is read in a write transaction
+            workspace_id = _project_for(cfg, grants, s).workspace_id
+            workspace_secrets.check_at_submit(cfg, workspace_id, grants, session=s)
+            values = workspace_secrets.open_at_submit(workspace_id, names.values(), session=s)
+    checkpoint_storage.check_at_submit(cfg, values)
     return cfg
 
 
@@ -73,7 +86,6 @@ def create(
     pool = _pool_for(cfg.resources, pools, default_pool)
     _check_image_runs_in(pools[pool], cfg)
     _check_runs_without_the_masters_disk(pools[pool], cfg, default_checkpoint_base)
-    checkpoint_storage.check_keys_at_submit(cfg, project.workspace_id, session=session)
     seed = cfg.reproducibility.experiment_seed
     if seed is None:
         seed = secrets.randbelow(2**31)
