@@ -134,6 +134,27 @@ def test_a_killed_actor_worker_loses_the_run_and_leaves_no_process(backend, tmp_
     backend.release(handle)
 
 
+def test_a_ray_pools_containers_section_names_its_bad_fields(tmp_path):
+    """The section Slurm pools have, with the same checks (docs/backends/ray.md)."""
+    from shipyard.common.errors import ConfigError
+    from shipyard.server.pools import load_master_config
+
+    config = tmp_path / "master.yaml"
+    config.write_text(
+        "resource_pools:\n"
+        "  - pool_name: ray\n"
+        "    type: ray\n"
+        "    address: 127.0.0.1:6379\n"
+        "    containers: {runtime: apptainer, extra_run_args: [--pull=always], engine: x}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_master_config(config)
+    paths = {d["path"]: d["message"] for d in err.value.details}
+    assert "apptainer is not supported yet" in paths["resource_pools.0.containers.runtime"]
+    assert "--pull is set by Shipyard" in paths["resource_pools.0.containers.extra_run_args"]
+    assert "resource_pools.0.containers.engine" in paths
+
+
 def test_an_unreachable_cluster_is_a_health_problem_not_an_exception(tmp_path):
     started = time.monotonic()
     backend = RayBackend(RayOptions(address=f"127.0.0.1:{free_port()}", timeout_s=5), pool="x")

@@ -2,16 +2,17 @@
 head: a random search runs its trials as Ray actors, a two-slot trial runs its ranks in one
 actor, a killed Ray worker restarts its trial from the checkpoint, a paused trial resumes
 in a new actor from its checkpoint in S3 (no shared path), a restarted master
-re-attaches a running trial, and a cluster that does not answer leaves the master running
-with the reason on its pool and its waiting trials."""
+re-attaches a running trial, a search with an environment.image runs its trials in that
+image through Podman, and a cluster that does not answer leaves the master running with the
+reason on its pool and its waiting trials."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
 from tests.e2e.master import CODE, Master
 from tests.fixtures import procs
+from tests.fixtures.containers import MARKER, MARKER_TEXT
 from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
 
 pytestmark = pytest.mark.ray
@@ -39,10 +41,21 @@ def doc_master_config(address: str) -> str:
     return block.replace("10.0.0.5:6379", address)
 
 
+def doc_image_master_config(address: str, podman_env: dict[str, str]) -> str:
+    """The doc's master.yaml for images: its pool on this cluster, podman's settings ours."""
+    block = doc_block("engine_env")
+    storage = "        CONTAINERS_STORAGE_CONF: /shared/containers/storage.conf\n"
+    assert storage in block and "address: 10.0.0.5:6379" in block
+    ours = "".join(f"        {name}: {value}\n" for name, value in podman_env.items())
+    return block.replace(storage, ours).replace("10.0.0.5:6379", address)
+
+
 @pytest.fixture(scope="module")
-def master(ray_cluster: RayCluster, tmp_path_factory) -> Iterator[Master]:
+def master(ray_cluster: RayCluster, podman_env, tmp_path_factory) -> Iterator[Master]:
+    """One master for the module: the doc's pool for images is its plain pool with a
+    containers section, so the trials without an image run on it too."""
     home = tmp_path_factory.mktemp("ray-master") / "home"
-    m = Master(home, config=doc_master_config(ray_cluster.address)).start()
+    m = Master(home, config=doc_image_master_config(ray_cluster.address, podman_env)).start()
     yield m
     m.stop()
 
@@ -117,17 +130,48 @@ def test_a_restarted_master_reattaches_a_running_ray_trial(master):
     assert not procs.exists(keeper)
 
 
-def test_a_container_image_is_refused_at_submit_on_a_ray_pool(master):
-    config = replace(RAY, image="shipyard-test:py3").config("in-a-container", "{steps: 2}")
-    r = master.post_experiment(config, CODE)
-    assert r.status_code == 422, r.text
-    (detail,) = r.json()["error"]["details"]
-    assert detail["path"] == "environment.image"
-    assert (
-        "is a ray pool, which runs trials without containers: not supported yet"
-        in detail["message"]
+@pytest.mark.containers
+def test_a_search_with_an_image_runs_its_trials_in_it_on_ray(
+    ray_cluster, master, podman_env, podman_marked_image
+):
+    # The doc's experiment: its trials read a file only the image has, then train.
+    config = (
+        doc_block("name: in-an-image")
+        .replace("python3 train.py", f"sh -c 'cat {MARKER} && exec python3 steps.py'")
+        .replace("localhost/train:1.4", podman_marked_image)
+        .replace("hyperparameters: {", "hyperparameters: {steps: 3, ckpt_every: 3, ")
     )
-    assert detail["message"].endswith("use a local or slurm or kubernetes pool")
+    exp = master.create(config + "max_restarts: 0\n", CODE)
+    done = master.wait(exp["id"], timeout=90)
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 2, done
+    podman = {**os.environ, **podman_env}
+    inspected = subprocess.run(
+        ["podman", "image", "inspect", podman_marked_image],
+        capture_output=True,
+        text=True,
+        env=podman,
+        check=True,
+    )
+    image_id = json.loads(inspected.stdout)[0]["Id"]
+    for summary in done["trials"]:
+        trial = master.trial(summary["id"])
+        logs = master.logs(trial["id"])
+        assert MARKER_TEXT in logs and "finished" in logs, logs
+        assert trial["latest_checkpoint"], "no checkpoint through the mounted storage"
+        [run] = trial["runs"]
+        assert run["environment"]["runtime"] == "podman"
+        assert run["environment"]["image"] == podman_marked_image
+        assert run["environment"]["image_id"] == image_id
+        assert run["environment"]["actor"] == f"shipyard-ray-trial-{trial['id']}-run-1"
+        label = f"label=shipyard.trial-id={trial['id']}"
+        left = subprocess.run(
+            ["podman", "ps", "--all", "--quiet", "--filter", label],
+            capture_output=True,
+            text=True,
+            env=podman,
+            check=True,
+        )
+        assert left.stdout == "", "the trial's container was not removed"
 
 
 def test_a_master_whose_ray_cluster_does_not_answer_starts_and_says_why(tmp_path):

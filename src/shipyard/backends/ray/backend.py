@@ -19,6 +19,9 @@ checkpoints.
 A run's output is written on its node and mirrored, as it is read, to ``spec.log_path`` on
 the master; the exit code is a file on the node too, so both outlive the actor, which is
 killed as soon as the exit is known (that frees the slots).
+
+A trial with an environment.image runs in `podman run` of it, started by its actor on the
+node (images.py), not in Ray's own image_uri containers.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from shipyard.backends.base import (
     Backend,
     Handle,
     LogSource,
+    RunsImages,
     RunState,
     RunStatus,
     Slot,
@@ -41,7 +45,7 @@ from shipyard.backends.base import (
     numbered_slots,
 )
 from shipyard.backends.logfile import LogMirror, Source, read_lines
-from shipyard.backends.ray import protocol
+from shipyard.backends.ray import images, protocol
 from shipyard.backends.ray.client import DriverProcess, DriverUnavailable, RemoteError
 from shipyard.backends.ray.options import RayOptions
 from shipyard.backends.ray.runner import MAX_READ
@@ -55,7 +59,7 @@ _GANG_GRACE_S = 10.0  # the launchers' default: SIGTERM to the other nodes, SIGK
 _MEMBER_KEYS = ("actor", "node_id", "log", "exit_file")
 
 
-class RayBackend(Backend, LogSource):
+class RayBackend(Backend, LogSource, RunsImages):
     name = "ray"
 
     def __init__(self, options: RayOptions, pool: str) -> None:
@@ -178,6 +182,10 @@ class RayBackend(Backend, LogSource):
         count = len(spec.slots)
         actor = f"shipyard-{self.pool}-trial-{spec.trial_id}-run-{spec.run_id}"
         mirror = str(Path(spec.log_path or Path(spec.workdir) / "trial.log"))
+        image: dict[str, Any] | None = None
+        in_image: dict[str, str] = {}  # what the run records of its image
+        if spec.image:  # ContainerError (no such image, no podman) fails the launch
+            image, in_image = images.prepare(spec, self.options.containers)
         self._logs.start(mirror)  # the node's log is copied here from offset 0
         args = {
             "actor": actor,
@@ -197,6 +205,7 @@ class RayBackend(Backend, LogSource):
             "pool": self.pool,
             "max_code_bytes": int(self.options.max_code_mb * 1e6),
             "placement_strategy": self.options.placement_strategy,
+            "image": image,
         }
         started = time.monotonic()
         try:
@@ -218,6 +227,7 @@ class RayBackend(Backend, LogSource):
             "ray_address": self.options.address,
             "node_id": first["node_id"],
             "actor": first["actor"],
+            **in_image,
         }
         data = {
             "actor": actor,  # the run's name (its key), and member 0's fields, as for one node

@@ -180,6 +180,7 @@ class Driver:
             keys = ("argv", "env", "trial_id", "run_id", "token", "work_root", "pool")
             spec = {k: a[k] for k in keys}
             spec.update(namespace=self.namespace, code=code, config=config, slot_kind=kind)
+            spec["image"] = a.get("image")  # every node runs the image id the master found
             spec["slots"] = per
             specs = [spec]
             if n > 1:  # node 0's actor finds the rendezvous address on its node

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from shipyard.backends.options import BackendOptions, SlotTypeOption
+from shipyard.backends.options import BackendOptions, NodeContainers, SlotTypeOption
 
 
 class RayOptions(BackendOptions, SlotTypeOption):
@@ -27,3 +27,5 @@ class RayOptions(BackendOptions, SlotTypeOption):
     lost_after_s: float = Field(default=600.0, gt=0)
     # The largest code directory shipped to a node with each run (tar.gz, in MB).
     max_code_mb: float = Field(default=100.0, gt=0)
+    # How the nodes run a trial with an environment.image (images.py): podman, as on Slurm.
+    containers: NodeContainers = Field(default_factory=NodeContainers)

@@ -6,10 +6,15 @@ a core dump) through keeper.py, which takes the trial's process group down if th
 worker dies. The run's output and exit code are files on the node, so they outlive the
 actor: the driver kills the actor as soon as the exit is known (it frees the run's slots),
 and reads what is left with a task pinned to the node (`read_file`).
+
+A trial with an image runs as `podman run` of it under the keeper (images.py). Podman's
+monitor keeps the container outside the keeper's process group: a SIGTERM reaches it through
+the podman CLI, but after a SIGKILL the container is removed by name.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,12 +22,15 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shipyard.backends.base import signal_as_negative
 from shipyard.backends.ray import keeper, payload
 from shipyard.common.files import read_from, read_int, write_atomically
 from shipyard.common.ports import free_ports
+
+if TYPE_CHECKING:
+    from shipyard.backends.ray.images import NodeContainer
 
 MAX_READ = 1 << 20
 
@@ -44,6 +52,7 @@ class TrialRunner:
         self._proc: subprocess.Popen | None = None
         self._exit_file: Path | None = None
         self._log_path: Path | None = None
+        self._container: NodeContainer | None = None  # a trial with an image's
         self._lock = threading.Lock()
 
     def start(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -75,12 +84,15 @@ class TrialRunner:
             env["CUDA_VISIBLE_DEVICES"] = os.environ.get("CUDA_VISIBLE_DEVICES", "")
         node_id = ray.get_runtime_context().get_node_id()
         env["SHIPYARD_RAY_NODE_ID"] = node_id  # where the trial runs, for its own logs
+        argv = spec["argv"]
+        if spec.get("image"):
+            argv, env = self._in_image(spec, env, code_dir, base / f"run-{run}")
         # Started and waited for by a thread of its own: the keeper's PR_SET_PDEATHSIG fires
         # when the thread that forked it ends, and Ray's call threads are not ours to keep.
         started = threading.Event()
         failure: list[BaseException] = []
         threading.Thread(
-            target=self._run, args=(spec["argv"], code_dir, env, started, failure), daemon=True
+            target=self._run, args=(argv, code_dir, env, started, failure), daemon=True
         ).start()
         started.wait()
         if failure:
@@ -94,6 +106,25 @@ class TrialRunner:
             "log": str(self._log_path),
             "exit_file": str(self._exit_file),
         }
+
+    def _in_image(
+        self, spec: dict[str, Any], env: dict[str, str], code_dir: Path, run_file: Path
+    ) -> tuple[list[str], dict[str, str]]:
+        """The keeper's argv and environment for the trial in its image: podman's."""
+        from shipyard.backends.ray import images  # pydantic and friends: image runs only
+
+        gpus = _cuda_devices() if spec["slot_kind"] == "gpu" else []
+        self._container = container = images.on_node(
+            spec["image"], spec, env, code_dir, run_file, gpus
+        )
+        # If the actor's worker dies, the keeper removes the container before its group.
+        remove = [container.runtime.exe, "rm", "-f", "--time", "0", container.name]
+        return container.argv, {**container.cli_env, keeper.CLEANUP_ENV: json.dumps(remove)}
+
+    def _remove_container(self) -> None:
+        """After a SIGKILL to the podman CLI: its container would run on (quiet if gone)."""
+        if self._container is not None:
+            self._container.runtime.remove(self._container.name)
 
     def _run(self, argv, cwd, env, started: threading.Event, failure: list) -> None:
         assert self._log_path is not None and self._exit_file is not None
@@ -147,6 +178,7 @@ class TrialRunner:
             except subprocess.TimeoutExpired:
                 pass
             _killpg(proc.pid, signal.SIGKILL)  # also ranks left behind by the keeper
+            self._remove_container()
 
         threading.Thread(target=escalate, daemon=True).start()
 
@@ -155,15 +187,20 @@ class TrialRunner:
         if self._proc is None:
             return None
         _killpg(self._proc.pid, signal.SIGKILL)
+        self._remove_container()
         self._proc.wait()
         return self.poll()
 
 
+def _cuda_devices() -> list[str]:
+    """The GPUs Ray gave this actor (it sets CUDA_VISIBLE_DEVICES to their indexes)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return [d.strip() for d in visible.split(",") if d.strip()]
+
+
 def _slot_ids(kind: str, count: int) -> list[str]:
-    if kind == "gpu":
-        # Ray chose the devices: a gpu slot id's number is the CUDA device it pins.
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        return [f"gpu{d.strip()}" for d in visible.split(",") if d.strip()]
+    if kind == "gpu":  # a gpu slot id's number is the CUDA device it pins
+        return [f"gpu{d}" for d in _cuda_devices()]
     return [f"cpu{i}" for i in range(count)]
 
 

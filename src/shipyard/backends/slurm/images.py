@@ -33,10 +33,10 @@ from shipyard.backends.local.containers import (
     user_args,
     write_env_file,
 )
+from shipyard.backends.options import NodeContainers
 from shipyard.backends.slurm.nodes import node_owned
-from shipyard.backends.slurm.options import SlurmContainers
 
-RUNTIME = "podman"  # the one runtime SlurmContainers allows today
+RUNTIME = "podman"  # the one runtime NodeContainers allows today
 # Set on the node (script.py) and passed on by name: a gang's node variables.
 _GANG = ("SHIPYARD_NUM_NODES", "SHIPYARD_RENDEZVOUS_ADDR", "SHIPYARD_NODE_RANK")
 _KILL_POLL_S = 1
@@ -57,7 +57,7 @@ class JobImage:
 
 
 def prepare(
-    spec: TrialLaunchSpec, containers: SlurmContainers, env_file: Path, per_node: int
+    spec: TrialLaunchSpec, containers: NodeContainers, env_file: Path, per_node: int
 ) -> JobImage:
     """Look the image up and write the env file; ``per_node``: the slots each node runs.
     ContainerError says what to do."""
