@@ -255,38 +255,55 @@ def test_a_paused_trial_resumes_from_its_s3_checkpoint_in_a_new_pod(master, s3, 
 
 
 def test_what_lives_on_the_masters_disk_is_refused_at_submit_naming_the_field(master):
-    """The master's default shared_fs storage, a secret as a file, a relative bind mount:
-    a 422 naming each field and what to do, and nothing stored."""
+    """The master's default shared_fs storage and a relative bind mount: a 422 naming each
+    field and what to do, and nothing stored."""
     before = master.http.get("/experiments").json()
     config = e2e.Pool("k8s", image=NODE_IMAGE).config(
         "share-nothing-refused",
         "{steps: 2}",
-        extra=yaml.safe_dump(
-            {
-                "secrets": [{"name": "SN_KEY", "file": "key.json"}],
-                "bind_mounts": [{"host_path": "/tmp", "container_path": "data"}],
-            }
-        ),
+        extra=yaml.safe_dump({"bind_mounts": [{"host_path": "/tmp", "container_path": "data"}]}),
     )
-    assert master.http.put(
-        "/workspaces/Uncategorized/secrets/SN_KEY", json={"value": "k"}
-    ).is_success
     r = master.post_experiment(config, CODE)
     assert r.status_code == 422, r.text
     details = {d["path"]: d["message"] for d in r.json()["error"]["details"]}
-    assert set(details) == {
-        "checkpoint_storage",
-        "secrets[0].file",
-        "bind_mounts[0].container_path",
-    }
+    assert set(details) == {"checkpoint_storage", "bind_mounts[0].container_path"}
     assert (
         "the master's default checkpoint_storage of type shared_fs" in details["checkpoint_storage"]
     )
     assert "set shared_fs: true on the pool" in details["checkpoint_storage"]
-    assert "not supported yet" in details["secrets[0].file"]
     assert "give an absolute path" in details["bind_mounts[0].container_path"]
     assert "resource pool 'k8s' shares no files with the master" in r.json()["error"]["message"]
     assert master.http.get("/experiments").json() == before
+
+
+def test_a_secret_file_reaches_the_trial_by_value_and_is_masked(master, s3, bucket):
+    """The master sends a secret file's content in the run's Secret; the entry writes it in
+    a private directory on the node, and masks it in the output it sends back."""
+    value = "sn-file-secret-8842"
+    put = master.http.put("/workspaces/Uncategorized/secrets/SN_FILE", json={"value": value})
+    assert put.is_success, put.text
+    config = yaml.safe_dump(
+        {
+            "name": "share-nothing-secret-file",
+            "entrypoint": "python3 secret_echo.py",
+            "hyperparameters": {"env": "SN_VAR", "file": "creds/key.txt"},
+            "searcher": {"name": "single", "metric": "val_loss"},
+            "resources": {"resource_pool": "k8s"},
+            "environment": {"image": NODE_IMAGE},
+            "checkpoint_storage": s3.storage(bucket, PREFIX),
+            "secrets": [
+                {"name": "SN_FILE", "file": "creds/key.txt"},
+                {"name": "SN_FILE", "env": "SN_VAR"},
+            ],
+            "max_restarts": 0,
+        }
+    )
+    done = master.wait(master.create(config, CODE)["id"], timeout=120)
+    assert done["state"] == "COMPLETED", done
+    logs = master.logs(done["trials"][0]["id"])
+    assert "the secret file matches the variable: True" in logs
+    assert "marker-file ********" in logs
+    assert value not in "\n".join(logs)
 
 
 def test_a_batch_of_output_sent_again_is_stored_once(master, s3, bucket):

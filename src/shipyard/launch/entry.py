@@ -6,7 +6,9 @@ master's disk (a `kubernetes` pool without `shared_fs`). It
 - fetches the experiment's code snapshot and config from the master with the run's task
   token ($SHIPYARD_CONTEXT_ID; cached on the node by content hash) and runs CMD in the
   trial's own working directory on the node;
-- masks the run's secret values in CMD's output (as shipyard.launch.masked does);
+- writes the run's secret files ($SHIPYARD_SECRET_FILES) in a private directory on the node,
+  removed when CMD ends, and masks the run's secret values in CMD's output (as
+  shipyard.launch.masked does);
 - sends the output to the master in numbered batches ($SHIPYARD_SHIP_LOGS=1), while also
   writing it on its own stdout (what `kubectl logs` shows).
 The exit status is CMD's, a death by signal N included.
@@ -15,14 +17,18 @@ The exit status is CMD's, a death by signal N included.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import tarfile
+import tempfile
+from pathlib import Path
 
+from shipyard.common.archives import escapes
 from shipyard.common.errors import ShipyardError
 from shipyard.common.log_prefix import LAUNCHER
-from shipyard.common.masking import Masker, values_from_env
-from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SHIP_LOGS_ENV
+from shipyard.common.masking import SECRETS_DIR_ENV, Masker, values_from_env
+from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SECRET_FILES_ENV, SHIP_LOGS_ENV
 from shipyard.core._http import JsonHttp
 from shipyard.launch import _code
 from shipyard.launch._exits import tell_master
@@ -95,11 +101,42 @@ def main(argv: list[str] | None = None) -> int:
 def _run(
     command: list[str], env: dict[str, str], http: JsonHttp, out: _Tee, master: str, trial_id: int
 ) -> int:
-    try:
-        masker = Masker(values_from_env(env))
-    except OSError as exc:  # fail closed: never run unmasked
-        _say(out, f"cannot read the run's secrets: {exc}")
-        return EXIT_CANNOT_START
+    with tempfile.TemporaryDirectory(prefix="shipyard-secrets-") as secrets_dir:
+        try:
+            _write_secret_files(env, Path(secrets_dir))
+            masker = Masker(values_from_env(env))
+        except (OSError, ValueError) as exc:  # fail closed: never run unmasked
+            _say(out, f"cannot read the run's secrets: {exc}")
+            return EXIT_CANNOT_START
+        return _run_in_its_code(command, env, http, out, master, trial_id, masker)
+
+
+def _write_secret_files(env: dict[str, str], directory: Path) -> None:
+    """The files the master sent by value, each mode 0600 in ``directory`` (made 0700), which
+    the trial finds as $SHIPYARD_SECRETS_DIR; their variable is not passed on."""
+    files = json.loads(env.pop(SECRET_FILES_ENV, "") or "{}")
+    if not files:
+        return
+    for relative, content in files.items():
+        if escapes(relative):
+            raise ValueError(f"secret file {relative!r} points outside the secrets directory")
+        path = directory / relative
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(content)
+    env[SECRETS_DIR_ENV] = str(directory)
+
+
+def _run_in_its_code(
+    command: list[str],
+    env: dict[str, str],
+    http: JsonHttp,
+    out: _Tee,
+    master: str,
+    trial_id: int,
+    masker: Masker,
+) -> int:
     cwd = None
     context_id = env.get(CONTEXT_ENV)
     if context_id is not None:

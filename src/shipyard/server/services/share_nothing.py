@@ -28,13 +28,6 @@ def refusals(cfg: ExperimentConfig, checkpoint_base: str) -> list[dict]:
             "master's disk, which this pool's nodes do not share: use checkpoint_storage of "
             "type s3, or set shared_fs: true on the pool if its nodes mount that path",
         )
-    for i, use in enumerate(cfg.secrets):
-        if use.file is not None:
-            refuse(
-                ("secrets", i, "file"),
-                "secrets given as files are not supported yet on a pool whose nodes do not "
-                "share the master's disk: give them as environment variables (secrets[].env)",
-            )
     for i, mount in enumerate(cfg.bind_mounts):
         if not posixpath.isabs(mount.container_path):
             refuse(

@@ -12,6 +12,7 @@ stores again, in case something reached the log another way."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from shipyard.common.errors import ShipyardError
 from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV, Masker
+from shipyard.common.node_env import SECRET_FILES_ENV
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import checkpoint_storage, secrets
@@ -59,9 +61,13 @@ class RunSecrets:
     def root(self) -> Path:
         return self.settings.home / ROOT
 
-    def prepare(self, trial: orm.Trial, exp: orm.Experiment) -> Injection | None:
+    def prepare(
+        self, trial: orm.Trial, exp: orm.Experiment, on_masters_disk: bool = True
+    ) -> Injection | None:
         """The run's secrets, or None when it has nothing to hide (no secret, no storage
-        key). Raises SecretsUnavailable (the run must not start) with what is wrong."""
+        key). Raises SecretsUnavailable (the run must not start) with what is wrong.
+        ``on_masters_disk``: the run's node sees the master's disk, where its secret files
+        are written; else they travel by value, for shipyard.launch.entry to write."""
         cfg = config_of(exp)
         values: dict[str, str] = {}
         if secrets.names_used(cfg):
@@ -85,9 +91,12 @@ class RunSecrets:
                 masked.append(use.env)
             elif use.file is not None:
                 files[use.file] = values[use.name]
-        injection.env[MASK_ENV] = ",".join(masked)
-        if files:
+        if files and on_masters_disk:
             injection.env[SECRETS_DIR_ENV] = str(self._write_files(trial, files))
+        elif files:  # a credential like the others: masked whole, kept out of Pod specs
+            injection.env[SECRET_FILES_ENV] = json.dumps(files)
+            masked.append(SECRET_FILES_ENV)
+        injection.env[MASK_ENV] = ",".join(masked)
         self._maskers[trial.id] = _masker(values, keys)
         return injection
 

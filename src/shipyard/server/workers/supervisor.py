@@ -180,8 +180,8 @@ class Supervisor:
     def _launch(self, trial: orm.Trial, exp: orm.Experiment, slots: list[Slot]) -> Handle | None:
         try:
             token = self.task_tokens.mint(trial.id, trial.run_id) if self.task_tokens else None
-            secrets = self.run_secrets.prepare(trial, exp)  # checked again at every run
             shares = self.backend.shares_masters_files(slots)
+            secrets = self.run_secrets.prepare(trial, exp, shares)  # checked at every run
             spec = build_spec(self.settings, exp, trial, slots, token, secrets, shares)
             handle = self.backend.launch(spec)
         except Exception as exc:  # noqa: BLE001 - any launch failure is the trial's failure
