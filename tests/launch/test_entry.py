@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -101,27 +103,55 @@ def test_the_code_is_downloaded_once_per_node_and_each_trial_gets_its_own_dir(tm
     archive = _archive({"train.py": b"print('hi')\n"})
     context_id = hashlib.sha256(archive).hexdigest()
     master = StandInMaster(archive=archive)
-    first = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path)
+    first = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path, 7)
     assert first.downloaded_bytes == len(archive)
     assert (first.workdir / "train.py").read_text() == "print('hi')\n"
     assert first.config_path.read_text() == '{"name": "exp"}'
     (first.workdir / "written-by-the-trial").write_text("kept")
 
-    second = _code.fetch(master, 8, context_id, "http://m:8080", tmp_path)
+    second = _code.fetch(master, 8, context_id, "http://m:8080", tmp_path, 7)
     assert second.downloaded_bytes == 0 and second.workdir != first.workdir
     assert [c for c in master.calls if c[1].endswith("/context")] == [
         ("GET", "/api/v1/trials/7/context")
     ]
     # A restart of trial 7 on this node keeps what its first run wrote.
-    again = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path)
+    again = _code.fetch(master, 7, context_id, "http://m:8080", tmp_path, 7)
     assert (again.workdir / "written-by-the-trial").read_text() == "kept"
+
+
+def test_what_no_run_used_for_a_week_is_removed_from_the_node_cache(tmp_path):
+    old_archive = _archive({"old.py": b"x"})
+    master = StandInMaster(archive=old_archive)
+    old_id = hashlib.sha256(old_archive).hexdigest()
+    old = _code.fetch(master, 1, old_id, "http://m:8080", tmp_path, 7)
+    kept = _code.fetch(master, 2, old_id, "http://m:8080", tmp_path, 7)
+    eight_days_ago = time.time() - 8 * 86400
+    for path in (tmp_path / "contexts" / f"{old_id}.tar.gz", old.workdir.parent):
+        os.utime(path, (eight_days_ago, eight_days_ago))
+    # Trial 3 of another experiment starts: trial 1's directory and the old snapshot go.
+    new_archive = _archive({"new.py": b"y"})
+    new_id = hashlib.sha256(new_archive).hexdigest()
+    _code.fetch(StandInMaster(archive=new_archive), 3, new_id, "http://m:8080", tmp_path, 7)
+    assert not old.workdir.exists() and kept.workdir.exists()
+    assert sorted(p.name for p in (tmp_path / "contexts").iterdir()) == [f"{new_id}.tar.gz"]
+    # A new run of a trial whose directory is old keeps it: the run marks it used first.
+    (kept.workdir / "written-by-the-trial").write_text("kept")
+    os.utime(kept.workdir.parent, (eight_days_ago, eight_days_ago))
+    again = _code.fetch(master, 2, old_id, "http://m:8080", tmp_path, 7)
+    assert (again.workdir / "written-by-the-trial").read_text() == "kept"
+
+
+def test_the_days_a_node_keeps_its_cache_come_from_the_environment():
+    assert _code.keep_days({}) == _code.KEEP_DAYS
+    assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "0.5"}) == 0.5
+    assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "soon"}) == _code.KEEP_DAYS
 
 
 def test_a_changed_archive_is_refused_and_not_cached(tmp_path):
     archive = _archive({"train.py": b"x"})
     wrong_id = hashlib.sha256(b"something else").hexdigest()
     with pytest.raises(_code.CodeFetchError, match="changed on the way"):
-        _code.fetch(StandInMaster(archive=archive), 7, wrong_id, "http://m:8080", tmp_path)
+        _code.fetch(StandInMaster(archive=archive), 7, wrong_id, "http://m:8080", tmp_path, 7)
     assert not list(tmp_path.rglob("*.tar.gz"))
 
 

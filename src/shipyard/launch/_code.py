@@ -6,6 +6,10 @@ each one once in its cache and the next trial of the experiment on that node dow
 nothing. Each trial unpacks it into a working directory of its own under the cache, made
 once per trial: a restart on the same node keeps the files the trial wrote, as the master's
 working directories do.
+
+Each fetch also removes what no run has used for $SHIPYARD_CACHE_KEEP_DAYS (default 7): code
+snapshots, and trials' working directories (a trial resumed after that unpacks its code
+again; its checkpoints are in the checkpoint storage, not here).
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +28,11 @@ from typing import Any
 from shipyard.common import files
 from shipyard.common.archives import MemberOutside, safe_extract_tar
 from shipyard.common.errors import ShipyardError
-from shipyard.common.node_env import CACHE_ENV
+from shipyard.common.node_env import CACHE_ENV, CACHE_KEEP_DAYS_ENV
 from shipyard.core._retry import with_retry
 
 MARKER = ".shipyard-context"
+KEEP_DAYS = 7.0
 
 
 class CodeFetchError(ShipyardError):
@@ -52,12 +59,18 @@ def cache_dir(environ: Mapping[str, str]) -> Path:
     return Path(tempfile.gettempdir()) / f"shipyard-cache-{os.getuid()}"
 
 
-def fetch(http: Any, trial_id: int, context_id: str, master_url: str, cache: Path) -> RunFiles:
-    """The trial's working directory (its code unpacked) and its config file, on this node."""
+def fetch(
+    http: Any, trial_id: int, context_id: str, master_url: str, cache: Path, keep_days: float
+) -> RunFiles:
+    """The trial's working directory (its code unpacked) and its config file, on this node;
+    what no run used for ``keep_days`` is removed from the cache first."""
     # Per master and trial: two masters' trial 7 on one node are two directories.
     run_dir = (
         cache / "trials" / f"{hashlib.sha256(master_url.encode()).hexdigest()[:12]}-{trial_id}"
     )
+    if run_dir.exists():
+        os.utime(run_dir)  # in use: kept by the prune
+    prune(cache, keep_days)
     workdir = run_dir / "code"
     downloaded = 0
     if not (workdir / MARKER).exists():  # unpacked by an earlier run: no archive needed
@@ -77,6 +90,7 @@ def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Pa
         return None, 0
     path = cache / "contexts" / f"{context_id}.tar.gz"
     if path.is_file():
+        os.utime(path)  # used now: the prune keeps it
         return path, 0
     data = with_retry(lambda: http.download(f"/api/v1/trials/{trial_id}/context", timeout_s=300.0))
     digest = hashlib.sha256(data).hexdigest()
@@ -87,6 +101,39 @@ def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Pa
         )
     write_atomically(path, data)
     return path, len(data)
+
+
+def keep_days(environ: Mapping[str, str]) -> float:
+    """$SHIPYARD_CACHE_KEEP_DAYS, else KEEP_DAYS (one that is not a number: KEEP_DAYS)."""
+    try:
+        return float(environ.get(CACHE_KEEP_DAYS_ENV) or KEEP_DAYS)
+    except ValueError:
+        return KEEP_DAYS
+
+
+def prune(cache: Path, days: float) -> list[Path]:
+    """Remove the code snapshots and trials' directories last used more than ``days`` ago
+    (their modification time: a run touches what it uses); returns what was removed. Another
+    process removing the same entry at once is no error."""
+    cutoff = time.time() - days * 86400
+    old = [
+        entry
+        for entry in [*(cache / "contexts").glob("*.tar.gz"), *(cache / "trials").glob("*")]
+        if _last_used(entry) < cutoff
+    ]
+    for entry in old:
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    return old
+
+
+def _last_used(entry: Path) -> float:
+    try:
+        return entry.stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")  # gone already
 
 
 def _unpack(archive: Path, dest: Path) -> None:

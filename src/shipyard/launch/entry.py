@@ -141,7 +141,8 @@ def _run_in_its_code(
     context_id = env.get(CONTEXT_ENV)
     if context_id is not None:
         try:
-            files = _code.fetch(http, trial_id, context_id, master, _code.cache_dir(env))
+            cache, days = _code.cache_dir(env), _code.keep_days(env)
+            files = _code.fetch(http, trial_id, context_id, master, cache, days)
         except (ShipyardError, OSError, tarfile.TarError) as exc:
             message = f"cannot fetch the trial's code from the master: {exc}"
             _say(out, message)
