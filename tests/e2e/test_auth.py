@@ -346,11 +346,11 @@ def _cpu_ticks(pid: int) -> int:
 def test_unknown_users_and_wrong_passwords_look_alike_and_lock_out(tmp_path):
     """Ten failures lock an account out, whether or not it exists; neither the answer nor
     the work behind it tells the two apart: an unknown name costs the master as much CPU as
-    a wrong password does (it checks a decoy hash), summed over 50 tries each, interleaved.
+    a wrong password does (it checks a decoy hash), summed over 25 tries each, interleaved.
     CPU time, not the answers' latency: that is the machine's load as much as the master's."""
     master = Master(tmp_path / "home").start()
     try:
-        names = [f"user{i}" for i in range(50)]
+        names = [f"user{i}" for i in range(25)]
         for name in names:
             master.http.post("/users", json={"username": name, "password": "right-password-1"})
         spent = {"known": 0, "unknown": 0}
