@@ -1,7 +1,7 @@
 """The Kubernetes backend beyond the contract suite: the objects it would send to an API server
 (read back by the official client's models), how it reads Pods' states as the API reports
 them, gangs of several Pods played for real by Podman, its log copy across a master restart,
-and a cluster it cannot reach."""
+the reason of a Pod whose entry failed, and a cluster it cannot reach."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ from shipyard.backends.kubernetes.cluster import GROUP_LABEL, RUN_LABEL
 from shipyard.backends.kubernetes.manifests import build, pod_of, read_model, run_name
 from shipyard.backends.kubernetes.options import KubernetesOptions
 from shipyard.common.errors import ConfigError
+from shipyard.launch import entry
 from shipyard.server.pools import load_master_config
 from tests.backends.test_contract import launch, output, wait_exit, wait_output
 from tests.doc_blocks import block_with
+from tests.fixtures import containers
 from tests.fixtures.kubernetes import kubernetes_options
 from tests.fixtures.poll import poll
 
@@ -363,6 +365,39 @@ def test_a_restarted_master_neither_repeats_nor_loses_log_lines(kubernetes_engin
     second.release(recovered)
     assert second.recover(dict(handle.data)) is None
     second.close()
+
+
+@pytest.mark.containers
+def test_a_pod_whose_entry_fails_says_why_in_the_runs_reason(tmp_path, podman_env):
+    """Sharing nothing, the entry sends the trial's output to the master; in an image without
+    Shipyard it cannot even start, so the tail of its Pod's log is the run's reason (the
+    master masks the run's secrets in it, as in its log)."""
+    backend = KubernetesBackend(kubernetes_options(), pool="k8s", engine_env=podman_env)
+    spec = TrialLaunchSpec(
+        trial_id=9,
+        run_id=1,
+        argv=[*entry.ARGV, "python3", "train.py"],
+        env={
+            "SHIPYARD_MASTER": "http://127.0.0.1:9",  # never reached: the entry fails first
+            "SHIPYARD_SHIP_LOGS": "1",
+        },
+        workdir="",
+        slots=backend.capacity()[:1],
+        image=containers.IMAGE,  # python3, no Shipyard
+        log_path=str(tmp_path / "no-shipyard.log"),
+        shares_files=False,
+    )
+    handle = backend.launch(spec)
+    try:
+        state = wait_exit(backend, handle)
+        assert (state.status, state.exit_code) == (RunStatus.EXITED, 1)
+        assert state.reason is not None
+        assert state.reason.startswith("the Pod's last output:\n")
+        assert "No module named 'shipyard'" in state.reason
+        assert backend.read_output(handle, 0, final=True) == (b"", 0)  # the entry's job
+    finally:
+        backend.release(handle)
+        backend.close()
 
 
 def test_the_docs_master_config_loads_and_bad_options_name_the_field(tmp_path):

@@ -306,6 +306,20 @@ def test_a_secret_file_reaches_the_trial_by_value_and_is_masked(master, s3, buck
     assert value not in "\n".join(logs)
 
 
+def test_an_image_without_shipyard_says_so_in_the_runs_end(master, s3, bucket):
+    """The entry cannot start, so it sends nothing: the run's end quotes its Pod's log."""
+    config = e2e.Pool("k8s", image=IMAGE, max_restarts=0).config(
+        "share-nothing-no-shipyard",
+        "{steps: 1}",
+        extra=yaml.safe_dump({"checkpoint_storage": s3.storage(bucket, PREFIX)}),
+    )
+    done = master.wait(master.create(config, CODE)["id"], timeout=60)
+    assert done["state"] == "ERRORED"
+    [run] = master.trial(done["trials"][0]["id"])["runs"]
+    assert run["ended_how"].startswith("exited with code 1; the Pod's last output:\n")
+    assert "No module named 'shipyard'" in run["ended_how"]
+
+
 def test_a_batch_of_output_sent_again_is_stored_once(master, s3, bucket):
     """What the run's shipper relies on: lines are numbered per (run, source), so a batch
     resent after a lost answer, or one overlapping what is stored, adds only new lines."""

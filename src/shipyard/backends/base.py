@@ -83,7 +83,8 @@ class RunStatus(StrEnum):
 class RunState:
     status: RunStatus
     exit_code: int | None = None
-    reason: str | None = None  # the engine's words, for PREEMPTED and LOST
+    reason: str | None = None  # the engine's words: why it was PREEMPTED or LOST, or more
+    # on an exit (a Pod that cannot start, a failed Pod's last lines)
 
 
 class Backend(abc.ABC):

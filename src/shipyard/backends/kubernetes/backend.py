@@ -6,11 +6,14 @@ its Pods' states: all succeeded, it exited 0; one failed, the run exited with th
 other groups are stopped: a gang lives and dies as one); one taken by the cluster (evicted,
 preempted), the run is PREEMPTED and resumes from its checkpoint. The Pods' output is
 mirrored into the run's log file, group by group, with each group's offset kept beside it
-so a restarted master neither loses nor repeats a line.
+so a restarted master neither loses nor repeats a line; a run that sends its output to the
+master itself (sharing nothing) and fails has the tail of its failed Pod's log in its reason
+(the master masks it): its entry may have failed before it could send anything.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Mapping
@@ -40,6 +43,9 @@ HEALTH_MAX_AGE_S = 5.0
 GANG_GRACE_S = 10.0  # the other groups of a gang whose group failed get this to end
 _EXIT_CANNOT_START = 127
 _EXIT_KILLED = -9  # as the local backend records a SIGKILL
+# What of a failed Pod's log a run that ships its own output gets in its reason.
+TAIL_LINES = 20
+TAIL_BYTES = 4096
 
 
 class KubernetesBackend(Backend, LogSource, NeedsImage):
@@ -160,36 +166,60 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
         except ClusterError as exc:
             log.warning("Kubernetes pool %r: cannot see run %s: %s", self.pool, run, exc)
             return RunState(RunStatus.RUNNING)  # unknown: asked again at the next poll
-        verdict = self._verdict(run, pods, handle.data["kubernetes"]["groups"])
-        if verdict is None:
+        info = handle.data["kubernetes"]
+        ended = self._verdict(run, pods, info["groups"])
+        if ended is None:
             return RunState(RunStatus.RUNNING)
+        verdict, culprit = ended
         if pods and any(p.phase in ("Pending", "Running") for p in pods):
             self._require_cluster().stop(run, GANG_GRACE_S)  # the gang ends as one
+        if culprit is not None and info.get("ships_logs") and run not in self._terminated:
+            verdict = self._with_last_output(run, culprit, verdict)
         with self._lock:
             self._verdicts[run] = verdict
         return verdict
 
-    def _verdict(self, run: str, pods: list[PodState] | None, groups: int) -> RunState | None:
-        """The run's end, or None while it runs."""
+    def _verdict(
+        self, run: str, pods: list[PodState] | None, groups: int
+    ) -> tuple[RunState, PodState | None] | None:
+        """The run's end and the Pod that failed it (if one did), or None while it runs."""
         if pods is None:
             if run in self._terminated:  # killed after the grace: the Pods went with it
-                return RunState(RunStatus.EXITED, _EXIT_KILLED)
-            return RunState(RunStatus.LOST, reason="the cluster no longer has the run's Pods")
+                return RunState(RunStatus.EXITED, _EXIT_KILLED), None
+            lost = RunState(RunStatus.LOST, reason="the cluster no longer has the run's Pods")
+            return lost, None
         for pod in pods:
             if pod.preempted:
-                return RunState(RunStatus.PREEMPTED, reason=pod.preempted)
+                return RunState(RunStatus.PREEMPTED, reason=pod.preempted), None
         for pod in pods:
             if pod.cannot_start:
-                return RunState(RunStatus.EXITED, _EXIT_CANNOT_START, reason=pod.cannot_start)
+                return RunState(RunStatus.EXITED, _EXIT_CANNOT_START, reason=pod.cannot_start), pod
         failed = [p for p in pods if p.phase == "Failed"]
         if failed:
             code = failed[0].exit_code  # the container runtime's: 128 + N for signal N
-            return RunState(
-                RunStatus.EXITED, _EXIT_KILLED if code is None else signal_as_negative(code)
-            )
+            exit_code = _EXIT_KILLED if code is None else signal_as_negative(code)
+            return RunState(RunStatus.EXITED, exit_code), failed[0]
         if len(pods) == groups and all(p.phase == "Succeeded" for p in pods):
-            return RunState(RunStatus.EXITED, 0)
+            return RunState(RunStatus.EXITED, 0), None
         return None
+
+    def _with_last_output(self, run: str, pod: PodState, verdict: RunState) -> RunState:
+        """The verdict of a failed run that sends its output to the master itself, with the
+        last lines of its failed Pod's log: what its entry printed when it failed before it
+        could send anything (no Shipyard in the image, no python3, no master) reaches no
+        log file. Unchanged when the log cannot be read."""
+        try:
+            tail = self._require_cluster().logs(run, pod.group, tail=TAIL_LINES)
+        except ClusterError as exc:
+            log.info("Kubernetes pool %r: cannot read the log of run %s: %s", self.pool, run, exc)
+            return verdict
+        text = _last_bytes(tail, TAIL_BYTES).strip()
+        if not text:
+            return verdict
+        last = f"the Pod's last output:\n{text}"
+        return dataclasses.replace(
+            verdict, reason=f"{verdict.reason}; {last}" if verdict.reason else last
+        )
 
     def terminate(self, handle: Handle, grace_s: float) -> None:
         run = _run(handle)
@@ -248,6 +278,15 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
 
 def _run(handle: Handle) -> str:
     return handle.data["kubernetes"]["run"]
+
+
+def _last_bytes(data: bytes, limit: int) -> str:
+    """At most ``limit`` bytes of the end of ``data``, from a line's start if it was cut."""
+    if len(data) <= limit:
+        return data.decode(errors="replace")
+    cut = data[-limit:]
+    newline = cut.find(b"\n")
+    return (cut[newline + 1 :] if newline >= 0 else cut).decode(errors="replace")
 
 
 def _make_cluster(options: KubernetesOptions, engine_env: Mapping[str, str] | None) -> Cluster:

@@ -283,12 +283,12 @@ class SlurmBackend(Backend, LogSource, RunsImages):
     def _escalate(self, job_id: int, files: JobFiles, grace_s: float) -> None:
         if self._ends_within(job_id, grace_s) is not False:
             return  # it ended within the grace, or the backend closed
-        # A container outlives the SIGKILL Slurm gives its CLI: each node's watcher kills it
-        # when this file appears (images.py), and the job ends with it (an image run has
-        # an env file).
-        write_atomically(files.kill, "grace over\n", mode=0o644)
-        if files.env.exists() and self._ends_within(job_id, _KILL_FILE_WAIT_S) is not False:
-            return
+        if files.env.exists():  # an image run (only one writes an env file)
+            # A container outlives the SIGKILL Slurm gives its CLI: each node's watcher kills
+            # it when this file appears (images.py), and the job ends with it.
+            write_atomically(files.kill, "grace over\n", mode=0o644)
+            if self._ends_within(job_id, _KILL_FILE_WAIT_S) is not False:
+                return
         self._cancel(job_id)
 
     def _ends_within(self, job_id: int, seconds: float) -> bool | None:

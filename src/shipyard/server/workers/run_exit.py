@@ -30,8 +30,11 @@ def describe(state: RunState) -> str:
         return state.reason or "preempted by its engine"
     code = state.exit_code
     if code is not None and code < 0:
-        return f"killed by signal {-code}"
-    return f"exited with code {code}"
+        ended = f"killed by signal {-code}"
+    else:
+        ended = f"exited with code {code}"
+    # A backend may say more: why a Pod could not start, a failed Pod's last lines.
+    return f"{ended}; {state.reason}" if state.reason else ended
 
 
 def judge(

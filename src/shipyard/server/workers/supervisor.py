@@ -227,9 +227,11 @@ class Supervisor:
             self.backend.release(handle)
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
+        # A backend's reason may quote the run's output (a failed Pod's last lines): masked
+        # as its log is, before the run's values are forgotten.
+        [reason] = self.run_secrets.mask_lines(trial_id, [reason or run_exit.describe(state)])
         self.run_secrets.finish(trial_id)
         self.terminating.discard(trial_id)
-        reason = reason or run_exit.describe(state)
         with self.db.write() as s:
             trial = s.get_one(orm.Trial, trial_id)
             exp = s.get_one(orm.Experiment, trial.experiment_id)
