@@ -4,6 +4,7 @@ the e2e tests of each backend's pool (Slurm, Ray, Kubernetes) submit and check a
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import ssl
@@ -381,3 +382,42 @@ def rerun_from_checkpoint(master: Master, trial: dict) -> int:
     runs = dict(master.metrics(trial["id"], "training", "run"))
     assert runs[resumed] == 1 and runs[resumed + 1] == 2 and runs[steps] == 2, runs
     return resumed
+
+
+def image_search(doc_config: str, image: str) -> str:
+    """The docs' experiment of two trials in an image (`name: in-an-image`): its trials read
+    a file only the tests' marked image has, then train (steps.py, 3 steps)."""
+    from tests.fixtures.containers import MARKER
+
+    return (
+        doc_config.replace("python3 train.py", f"sh -c 'cat {MARKER} && exec python3 steps.py'")
+        .replace("localhost/train:1.4", image)
+        .replace("hyperparameters: {", "hyperparameters: {steps: 3, ckpt_every: 3, ")
+        + "max_restarts: 0\n"
+    )
+
+
+def ran_in_image(master: Master, done: dict, image: str, engine_env: dict) -> tuple[list, str]:
+    """Check what a user would of a search whose trials ran in ``image`` through podman: all
+    completed, each read the image's file and trained, each run records the image and its
+    id. Returns the trials and the image's id."""
+    from tests.fixtures.containers import MARKER_TEXT
+
+    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * len(done["trials"]), done
+    inspected = subprocess.run(
+        ["podman", "image", "inspect", image],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **engine_env},
+        check=True,
+    )
+    image_id = json.loads(inspected.stdout)[0]["Id"]
+    trials = [master.trial(t["id"]) for t in done["trials"]]
+    for trial in trials:
+        logs = master.logs(trial["id"])
+        assert MARKER_TEXT in logs and "finished" in logs, logs
+        [run] = trial["runs"]
+        assert run["environment"]["runtime"] == "podman"
+        assert run["environment"]["image"] == image
+        assert run["environment"]["image_id"] == image_id
+    return trials, image_id

@@ -22,7 +22,6 @@ from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
 from tests.e2e.master import CODE, Master
 from tests.fixtures import procs
-from tests.fixtures.containers import MARKER, MARKER_TEXT
 from tests.fixtures.ray_cluster import HEAD_CPUS, RayCluster, free_port
 
 pytestmark = pytest.mark.ray
@@ -135,40 +134,19 @@ def test_a_search_with_an_image_runs_its_trials_in_it_on_ray(
     ray_cluster, master, podman_env, podman_marked_image
 ):
     # The doc's experiment: its trials read a file only the image has, then train.
-    config = (
-        doc_block("name: in-an-image")
-        .replace("python3 train.py", f"sh -c 'cat {MARKER} && exec python3 steps.py'")
-        .replace("localhost/train:1.4", podman_marked_image)
-        .replace("hyperparameters: {", "hyperparameters: {steps: 3, ckpt_every: 3, ")
-    )
-    exp = master.create(config + "max_restarts: 0\n", CODE)
-    done = master.wait(exp["id"], timeout=90)
-    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 2, done
-    podman = {**os.environ, **podman_env}
-    inspected = subprocess.run(
-        ["podman", "image", "inspect", podman_marked_image],
-        capture_output=True,
-        text=True,
-        env=podman,
-        check=True,
-    )
-    image_id = json.loads(inspected.stdout)[0]["Id"]
-    for summary in done["trials"]:
-        trial = master.trial(summary["id"])
-        logs = master.logs(trial["id"])
-        assert MARKER_TEXT in logs and "finished" in logs, logs
+    config = e2e.image_search(doc_block("name: in-an-image"), podman_marked_image)
+    done = master.wait(master.create(config, CODE)["id"], timeout=90)
+    trials, _ = e2e.ran_in_image(master, done, podman_marked_image, podman_env)
+    for trial in trials:
         assert trial["latest_checkpoint"], "no checkpoint through the mounted storage"
         [run] = trial["runs"]
-        assert run["environment"]["runtime"] == "podman"
-        assert run["environment"]["image"] == podman_marked_image
-        assert run["environment"]["image_id"] == image_id
         assert run["environment"]["actor"] == f"shipyard-ray-trial-{trial['id']}-run-1"
         label = f"label=shipyard.trial-id={trial['id']}"
         left = subprocess.run(
             ["podman", "ps", "--all", "--quiet", "--filter", label],
             capture_output=True,
             text=True,
-            env=podman,
+            env={**os.environ, **podman_env},
             check=True,
         )
         assert left.stdout == "", "the trial's container was not removed"

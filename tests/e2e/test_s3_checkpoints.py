@@ -212,20 +212,13 @@ def test_a_trial_killed_mid_upload_leaves_no_checkpoint_and_its_objects_are_remo
     first = master.wait_for(
         lambda: master.trial(trial_id)["latest_checkpoint"], what="checkpoint 5 registered"
     )
-    client = s3_server.client()
-
-    def half_written() -> str | None:
-        """A checkpoint whose small file is up while its 300 MB one is still uploading."""
-        listed = client.list_objects_v2(Bucket=s3_bucket, Prefix=PREFIX + "/")
-        keys = {item["Key"].removeprefix(PREFIX + "/") for item in listed.get("Contents", [])}
-        for key in keys:
-            uuid, _, name = key.partition("/")
-            if name == "state.json" and uuid != first and f"{uuid}/metadata.json" not in keys:
-                return uuid
-        return None
-
     Path(f"{gate}.1").touch()
-    victim = poll(half_written, "checkpoint 10 half uploaded", timeout_s=60, every_s=0.02)
+    victim = poll(
+        lambda: s3_server.half_written(s3_bucket, PREFIX, other_than=first),
+        "checkpoint 10 half uploaded",
+        timeout_s=60,
+        every_s=0.02,
+    )
     procs.kill(procs.in_directory(str(master.home / "trials" / str(trial_id))))
 
     done = master.wait(exp["id"], timeout=180)
@@ -237,10 +230,9 @@ def test_a_trial_killed_mid_upload_leaves_no_checkpoint_and_its_objects_are_remo
     listed = master.http.get(f"/experiments/{exp['id']}/checkpoints").json()
     assert victim not in {c["uuid"] for c in listed}
 
-    def victim_gone() -> bool:
-        left = client.list_objects_v2(Bucket=s3_bucket, Prefix=f"{PREFIX}/{victim}/")
-        uploads = client.list_multipart_uploads(Bucket=s3_bucket, Prefix=f"{PREFIX}/{victim}/")
-        return not left.get("Contents") and not uploads.get("Uploads")
-
-    master.wait_for(victim_gone, timeout=60, what="the killed upload's objects removed")
+    master.wait_for(
+        lambda: s3_server.nothing_left_of(s3_bucket, PREFIX, victim),
+        timeout=60,
+        what="the killed upload's objects removed",
+    )
     assert victim not in manifests(s3_server, s3_bucket)

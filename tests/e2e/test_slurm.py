@@ -6,9 +6,6 @@ environment.image runs its trials in that image through Podman."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +14,6 @@ import pytest
 from tests.doc_blocks import block_with
 from tests.e2e import master as e2e
 from tests.e2e.master import CODE, Master
-from tests.fixtures.containers import MARKER, MARKER_TEXT
 from tests.fixtures.slurm import NODE_CPUS, SlurmCluster
 
 pytestmark = pytest.mark.slurm
@@ -155,31 +151,11 @@ def test_a_search_with_an_image_runs_its_trials_in_it_on_slurm(
     slurm_cluster, image_master, podman_env, podman_marked_image
 ):
     # The doc's experiment: its trials read a file only the image has, then train.
-    config = (
-        doc_block("name: in-an-image")
-        .replace("python3 train.py", f"sh -c 'cat {MARKER} && exec python3 steps.py'")
-        .replace("localhost/train:1.4", podman_marked_image)
-    )
-    exp = image_master.create(config + "max_restarts: 0\n", CODE)
-    done = image_master.wait(exp["id"], timeout=90)
-    assert [t["state"] for t in done["trials"]] == ["COMPLETED"] * 2, done
-    inspected = subprocess.run(
-        ["podman", "image", "inspect", podman_marked_image],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **podman_env},
-        check=True,
-    )
-    image_id = json.loads(inspected.stdout)[0]["Id"]
+    config = e2e.image_search(doc_block("name: in-an-image"), podman_marked_image)
+    done = image_master.wait(image_master.create(config, CODE)["id"], timeout=90)
+    trials, image_id = e2e.ran_in_image(image_master, done, podman_marked_image, podman_env)
     jobs = slurm_jobs(slurm_cluster)
-    for summary in done["trials"]:
-        trial = image_master.trial(summary["id"])
-        logs = image_master.logs(trial["id"])
-        assert MARKER_TEXT in logs and "finished" in logs, logs
-        [run] = trial["runs"]
-        assert run["environment"]["runtime"] == "podman"
-        assert run["environment"]["image"] == podman_marked_image
-        assert run["environment"]["image_id"] == image_id
+    for trial in trials:
         assert jobs[f"shipyard-trial-{trial['id']}-run-1"] == "COMPLETED"
     shown = image_master.cli("trial", "describe", done["trials"][0]["id"])
     assert shown.returncode == 0, shown.stderr
