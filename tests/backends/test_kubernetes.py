@@ -370,8 +370,8 @@ def test_a_restarted_master_neither_repeats_nor_loses_log_lines(kubernetes_engin
 @pytest.mark.containers
 def test_a_pod_whose_entry_fails_says_why_in_the_runs_reason(tmp_path, podman_env):
     """Sharing nothing, the entry sends the trial's output to the master; in an image without
-    Shipyard it cannot even start, so the tail of its Pod's log is the run's reason (the
-    master masks the run's secrets in it, as in its log)."""
+    Shipyard it cannot even start, so the backend reads the tail of its Pod's log (for the
+    master to quote, masked, when the run sent it nothing)."""
     backend = KubernetesBackend(kubernetes_options(), pool="k8s", engine_env=podman_env)
     spec = TrialLaunchSpec(
         trial_id=9,
@@ -391,9 +391,8 @@ def test_a_pod_whose_entry_fails_says_why_in_the_runs_reason(tmp_path, podman_en
     try:
         state = wait_exit(backend, handle)
         assert (state.status, state.exit_code) == (RunStatus.EXITED, 1)
-        assert state.reason is not None
-        assert state.reason.startswith("the Pod's last output:\n")
-        assert "No module named 'shipyard'" in state.reason
+        assert state.last_output is not None
+        assert "No module named 'shipyard'" in state.last_output
         assert backend.read_output(handle, 0, final=True) == (b"", 0)  # the entry's job
     finally:
         backend.release(handle)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import stat
 
-from shipyard.common.files import read_from, read_int, write_atomically
+import pytest
+
+from shipyard.common.files import read_from, read_int, write_atomically, write_private_files
 
 
 def test_read_int_is_none_for_a_missing_empty_or_garbled_file(tmp_path):
@@ -37,3 +39,17 @@ def test_write_atomically_replaces_the_file_with_its_mode_and_leaves_no_temporar
     write_atomically(path, "durable\n", durable=True)
     assert path.read_text() == "durable\n"
     assert os.listdir(tmp_path) == ["job.sbatch"]
+
+
+def test_private_files_are_for_their_owner_alone_and_stay_inside(tmp_path):
+    directory = tmp_path / "secrets"
+    write_private_files(directory, {"key.json": "k", "gcp/sa.json": "s"})
+    assert (directory / "gcp" / "sa.json").read_text() == "s"
+    for path in (directory, directory / "gcp"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    for path in (directory / "key.json", directory / "gcp" / "sa.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    for outside in ("../escape", "/etc/escape"):
+        with pytest.raises(ValueError, match="points outside"):
+            write_private_files(tmp_path / "other", {outside: "x"})
+    assert not (tmp_path / "escape").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import multiprocessing
 import os
 import tarfile
 import time
@@ -119,32 +120,44 @@ def test_the_code_is_downloaded_once_per_node_and_each_trial_gets_its_own_dir(tm
     assert (again.workdir / "written-by-the-trial").read_text() == "kept"
 
 
+def _fetch_and_end(master: StandInMaster, trial_id: int, context_id: str, cache: Path) -> None:
+    """A run's entry on the node that fetched its code and ended: its process, and the lock
+    it held on the trial's directory, are gone."""
+    run = multiprocessing.get_context("fork").Process(
+        target=_code.fetch, args=(master, trial_id, context_id, "http://m:8080", cache, 7)
+    )
+    run.start()
+    run.join()
+    assert run.exitcode == 0
+
+
 def test_what_no_run_used_for_a_week_is_removed_from_the_node_cache(tmp_path):
     old_archive = _archive({"old.py": b"x"})
     master = StandInMaster(archive=old_archive)
     old_id = hashlib.sha256(old_archive).hexdigest()
-    old = _code.fetch(master, 1, old_id, "http://m:8080", tmp_path, 7)
-    kept = _code.fetch(master, 2, old_id, "http://m:8080", tmp_path, 7)
+    _fetch_and_end(master, 1, old_id, tmp_path)  # trial 1 ran and ended
+    running = _code.fetch(master, 2, old_id, "http://m:8080", tmp_path, 7)  # trial 2 runs
+    (running.workdir / "written-by-the-trial").write_text("kept")
     eight_days_ago = time.time() - 8 * 86400
-    for path in (tmp_path / "contexts" / f"{old_id}.tar.gz", old.workdir.parent):
+    trials = sorted((tmp_path / "trials").iterdir())
+    for path in [tmp_path / "contexts" / f"{old_id}.tar.gz", *trials]:
         os.utime(path, (eight_days_ago, eight_days_ago))
-    # Trial 3 of another experiment starts: trial 1's directory and the old snapshot go.
+    # A trial of another experiment starts: trial 1's directory and the old snapshot go;
+    # trial 2 has run for eight days and keeps its directory.
     new_archive = _archive({"new.py": b"y"})
     new_id = hashlib.sha256(new_archive).hexdigest()
-    _code.fetch(StandInMaster(archive=new_archive), 3, new_id, "http://m:8080", tmp_path, 7)
-    assert not old.workdir.exists() and kept.workdir.exists()
-    assert sorted(p.name for p in (tmp_path / "contexts").iterdir()) == [f"{new_id}.tar.gz"]
-    # A new run of a trial whose directory is old keeps it: the run marks it used first.
-    (kept.workdir / "written-by-the-trial").write_text("kept")
-    os.utime(kept.workdir.parent, (eight_days_ago, eight_days_ago))
-    again = _code.fetch(master, 2, old_id, "http://m:8080", tmp_path, 7)
-    assert (again.workdir / "written-by-the-trial").read_text() == "kept"
+    _fetch_and_end(StandInMaster(archive=new_archive), 3, new_id, tmp_path)
+    assert [p for p in trials if p.exists()] == [running.workdir.parent]
+    assert (running.workdir / "written-by-the-trial").read_text() == "kept"
+    assert sorted(p.name for p in (tmp_path / "contexts").glob("*.tar.gz")) == [f"{new_id}.tar.gz"]
 
 
 def test_the_days_a_node_keeps_its_cache_come_from_the_environment():
     assert _code.keep_days({}) == _code.KEEP_DAYS
-    assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "0.5"}) == 0.5
+    assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "30"}) == 30
     assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "soon"}) == _code.KEEP_DAYS
+    # One experiment's setting cannot empty the cache the node's other trials use.
+    assert _code.keep_days({"SHIPYARD_CACHE_KEEP_DAYS": "0"}) == _code.MIN_KEEP_DAYS
 
 
 def test_a_changed_archive_is_refused_and_not_cached(tmp_path):

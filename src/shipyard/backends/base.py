@@ -84,7 +84,10 @@ class RunState:
     status: RunStatus
     exit_code: int | None = None
     reason: str | None = None  # the engine's words: why it was PREEMPTED or LOST, or more
-    # on an exit (a Pod that cannot start, a failed Pod's last lines)
+    # on an exit (a Pod that cannot start)
+    # The end of what a run that sends its own output printed, read from the engine (a
+    # failed Pod's log): the master quotes it if the run sent it nothing.
+    last_output: str | None = None
 
 
 class Backend(abc.ABC):

@@ -5,7 +5,8 @@ library only: the trial side and the nodes of a cluster import it too."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 
 
 def read_int(path: str | Path) -> int | None:
@@ -59,3 +60,20 @@ def write_atomically(
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def write_private_files(directory: Path, files: Mapping[str, str]) -> None:
+    """Write each {path relative to ``directory``: text} for its owner alone: directories
+    0700, files 0600, none replacing a file already there. A path that would leave
+    ``directory`` (absolute, or with `..`) is a ValueError, and nothing more is written."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(directory, 0o700)
+    for relative, text in files.items():
+        parts = PurePosixPath(relative)
+        if parts.is_absolute() or ".." in parts.parts:
+            raise ValueError(f"{relative!r} points outside {directory}")
+        path = directory / relative
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)

@@ -7,13 +7,15 @@ nothing. Each trial unpacks it into a working directory of its own under the cac
 once per trial: a restart on the same node keeps the files the trial wrote, as the master's
 working directories do.
 
-Each fetch also removes what no run has used for $SHIPYARD_CACHE_KEEP_DAYS (default 7): code
-snapshots, and trials' working directories (a trial resumed after that unpacks its code
-again; its checkpoints are in the checkpoint storage, not here).
+Each fetch also removes what no run has used for $SHIPYARD_CACHE_KEEP_DAYS (default 7, at
+least 1): code snapshots, and trials' working directories (a trial resumed after that unpacks
+its code again; its checkpoints are in the checkpoint storage, not here). A run holds a lock
+on its directory while it runs, so a trial that runs for weeks keeps it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -32,7 +34,10 @@ from shipyard.common.node_env import CACHE_ENV, CACHE_KEEP_DAYS_ENV
 from shipyard.core._retry import with_retry
 
 MARKER = ".shipyard-context"
+IN_USE = ".in-use"  # a lock file: held shared by the runs using what is beside it
 KEEP_DAYS = 7.0
+MIN_KEEP_DAYS = 1.0  # one experiment's setting cannot empty the cache of the node's others
+_IN_USE: list[int] = []  # the locks this process holds until it exits
 
 
 class CodeFetchError(ShipyardError):
@@ -63,26 +68,44 @@ def fetch(
     http: Any, trial_id: int, context_id: str, master_url: str, cache: Path, keep_days: float
 ) -> RunFiles:
     """The trial's working directory (its code unpacked) and its config file, on this node;
-    what no run used for ``keep_days`` is removed from the cache first."""
+    what no run used for ``keep_days`` is removed from the cache first. The directory is
+    marked in use for as long as this process lives (the run's entry)."""
     # Per master and trial: two masters' trial 7 on one node are two directories.
     run_dir = (
         cache / "trials" / f"{hashlib.sha256(master_url.encode()).hexdigest()[:12]}-{trial_id}"
     )
-    if run_dir.exists():
-        os.utime(run_dir)  # in use: kept by the prune
+    _IN_USE.append(_hold(run_dir / IN_USE, fcntl.LOCK_SH))
+    os.utime(run_dir)
     prune(cache, keep_days)
     workdir = run_dir / "code"
     downloaded = 0
     if not (workdir / MARKER).exists():  # unpacked by an earlier run: no archive needed
-        archive, downloaded = _archive(http, trial_id, context_id, cache)
-        workdir.mkdir(parents=True, exist_ok=True)
-        if archive is not None:
-            _unpack(archive, workdir)
+        # Snapshots in use: the prune of another run leaves them all alone meanwhile.
+        contexts = _hold(cache / "contexts" / IN_USE, fcntl.LOCK_SH)
+        try:
+            archive, downloaded = _archive(http, trial_id, context_id, cache)
+            workdir.mkdir(parents=True, exist_ok=True)
+            if archive is not None:
+                _unpack(archive, workdir)
+        finally:
+            os.close(contexts)
         (workdir / MARKER).write_text(context_id)
     config = with_retry(lambda: http.request("GET", f"/api/v1/trials/{trial_id}/config"))
     config_path = run_dir / "config.json"
     write_atomically(config_path, json.dumps(config).encode())
     return RunFiles(workdir, config_path, downloaded)
+
+
+def _hold(lock_file: Path, how: int) -> int:
+    """An open lock file, locked ``how`` (made with its directory if missing). A lock taken
+    on a file a prune removed meanwhile is taken again on a new one."""
+    while True:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, how)
+        if os.fstat(fd).st_nlink:
+            return fd
+        os.close(fd)
 
 
 def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Path | None, int]:
@@ -104,29 +127,56 @@ def _archive(http: Any, trial_id: int, context_id: str, cache: Path) -> tuple[Pa
 
 
 def keep_days(environ: Mapping[str, str]) -> float:
-    """$SHIPYARD_CACHE_KEEP_DAYS, else KEEP_DAYS (one that is not a number: KEEP_DAYS)."""
+    """$SHIPYARD_CACHE_KEEP_DAYS (at least MIN_KEEP_DAYS), else KEEP_DAYS."""
     try:
-        return float(environ.get(CACHE_KEEP_DAYS_ENV) or KEEP_DAYS)
+        days = float(environ.get(CACHE_KEEP_DAYS_ENV) or KEEP_DAYS)
     except ValueError:
         return KEEP_DAYS
+    return max(days, MIN_KEEP_DAYS)
 
 
 def prune(cache: Path, days: float) -> list[Path]:
-    """Remove the code snapshots and trials' directories last used more than ``days`` ago
-    (their modification time: a run touches what it uses); returns what was removed. Another
-    process removing the same entry at once is no error."""
+    """Remove the trials' directories and code snapshots last used more than ``days`` ago
+    (their modification time: a run touches what it uses) that no run holds now (a run's
+    entry keeps its directory's lock; one that is fetching code keeps the snapshots');
+    returns what was removed."""
     cutoff = time.time() - days * 86400
-    old = [
-        entry
-        for entry in [*(cache / "contexts").glob("*.tar.gz"), *(cache / "trials").glob("*")]
-        if _last_used(entry) < cutoff
-    ]
-    for entry in old:
-        if entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-    return old
+    removed = []
+    for run_dir in (cache / "trials").glob("*"):
+        if _last_used(run_dir) < cutoff and _remove_unless_held(run_dir):
+            removed.append(run_dir)
+    archives = [a for a in (cache / "contexts").glob("*.tar.gz") if _last_used(a) < cutoff]
+    if archives:
+        lock = _try_hold(cache / "contexts" / IN_USE)
+        if lock is not None:
+            for archive in archives:
+                archive.unlink(missing_ok=True)
+            removed += archives
+            os.close(lock)
+    return removed
+
+
+def _remove_unless_held(run_dir: Path) -> bool:
+    lock = _try_hold(run_dir / IN_USE)
+    if lock is None:
+        return False  # a run of the trial is going on
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.close(lock)
+    return True
+
+
+def _try_hold(lock_file: Path) -> int | None:
+    """The lock file locked for removal, or None while a run holds it."""
+    try:
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        return None  # removed meanwhile by another prune
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _last_used(entry: Path) -> float:

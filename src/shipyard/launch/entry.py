@@ -16,6 +16,7 @@ The exit status is CMD's, a death by signal N included.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,8 +25,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from shipyard.common.archives import escapes
 from shipyard.common.errors import ShipyardError
+from shipyard.common.files import write_private_files
 from shipyard.common.log_prefix import LAUNCHER
 from shipyard.common.masking import SECRETS_DIR_ENV, Masker, values_from_env
 from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SECRET_FILES_ENV, SHIP_LOGS_ENV
@@ -101,31 +102,18 @@ def main(argv: list[str] | None = None) -> int:
 def _run(
     command: list[str], env: dict[str, str], http: JsonHttp, out: _Tee, master: str, trial_id: int
 ) -> int:
-    with tempfile.TemporaryDirectory(prefix="shipyard-secrets-") as secrets_dir:
+    files = env.pop(SECRET_FILES_ENV, "")  # not passed on to the trial
+    with contextlib.ExitStack() as stack:
         try:
-            _write_secret_files(env, Path(secrets_dir))
+            if files:  # a private directory of this run's, removed when it ends
+                secrets_dir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                write_private_files(secrets_dir, json.loads(files))
+                env[SECRETS_DIR_ENV] = str(secrets_dir)
             masker = Masker(values_from_env(env))
         except (OSError, ValueError) as exc:  # fail closed: never run unmasked
             _say(out, f"cannot read the run's secrets: {exc}")
             return EXIT_CANNOT_START
         return _run_in_its_code(command, env, http, out, master, trial_id, masker)
-
-
-def _write_secret_files(env: dict[str, str], directory: Path) -> None:
-    """The files the master sent by value, each mode 0600 in ``directory`` (made 0700), which
-    the trial finds as $SHIPYARD_SECRETS_DIR; their variable is not passed on."""
-    files = json.loads(env.pop(SECRET_FILES_ENV, "") or "{}")
-    if not files:
-        return
-    for relative, content in files.items():
-        if escapes(relative):
-            raise ValueError(f"secret file {relative!r} points outside the secrets directory")
-        path = directory / relative
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(content)
-    env[SECRETS_DIR_ENV] = str(directory)
 
 
 def _run_in_its_code(

@@ -205,7 +205,7 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
 
     def _with_last_output(self, run: str, pod: PodState, verdict: RunState) -> RunState:
         """The verdict of a failed run that sends its output to the master itself, with the
-        last lines of its failed Pod's log: what its entry printed when it failed before it
+        last lines of its failed Pod's log: what its entry printed if it failed before it
         could send anything (no Shipyard in the image, no python3, no master) reaches no
         log file. Unchanged when the log cannot be read."""
         try:
@@ -214,12 +214,7 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
             log.info("Kubernetes pool %r: cannot read the log of run %s: %s", self.pool, run, exc)
             return verdict
         text = _last_bytes(tail, TAIL_BYTES).strip()
-        if not text:
-            return verdict
-        last = f"the Pod's last output:\n{text}"
-        return dataclasses.replace(
-            verdict, reason=f"{verdict.reason}; {last}" if verdict.reason else last
-        )
+        return dataclasses.replace(verdict, last_output=text) if text else verdict
 
     def terminate(self, handle: Handle, grace_s: float) -> None:
         run = _run(handle)

@@ -70,6 +70,7 @@ class NodeContainer:
     cli_env: dict[str, str]  # podman's environment: the node's, engine_env, secrets by name
     runtime: ContainerRuntime
     name: str
+    env_file: Path  # the trial's variables (mode 0600), removed when the trial ends
 
 
 def on_node(
@@ -110,4 +111,4 @@ def on_node(
         env_names=sorted(by_name),
         extra_args=image["extra_args"],
     )
-    return NodeContainer(argv, {**runtime.env, **by_name}, runtime, name)
+    return NodeContainer(argv, {**runtime.env, **by_name}, runtime, name, env_file)

@@ -145,6 +145,8 @@ class TrialRunner:
         finally:
             started.set()
         code = self._proc.wait()
+        if self._container is not None:  # its variables, read at the start: kept no longer
+            self._container.env_file.unlink(missing_ok=True)
         # -N: the keeper itself died of signal N; 128 + N: the trial did (the keeper's exit).
         code = signal_as_negative(code)
         write_atomically(self._exit_file, f"{code}\n")
@@ -177,8 +179,9 @@ class TrialRunner:
                 proc.wait(grace_s)
             except subprocess.TimeoutExpired:
                 pass
-            _killpg(proc.pid, signal.SIGKILL)  # also ranks left behind by the keeper
+            # The container first: its exit, written once the group is gone, frees the slots.
             self._remove_container()
+            _killpg(proc.pid, signal.SIGKILL)  # also ranks left behind by the keeper
 
         threading.Thread(target=escalate, daemon=True).start()
 
@@ -186,8 +189,8 @@ class TrialRunner:
         """SIGKILL to whatever is left of the trial's group; its exit code."""
         if self._proc is None:
             return None
-        _killpg(self._proc.pid, signal.SIGKILL)
         self._remove_container()
+        _killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
         return self.poll()
 

@@ -33,7 +33,7 @@ def describe(state: RunState) -> str:
         ended = f"killed by signal {-code}"
     else:
         ended = f"exited with code {code}"
-    # A backend may say more: why a Pod could not start, a failed Pod's last lines.
+    # A backend may say more: why a Pod could not start.
     return f"{ended}; {state.reason}" if state.reason else ended
 
 

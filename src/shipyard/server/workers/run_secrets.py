@@ -23,6 +23,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from shipyard.common.errors import ShipyardError
+from shipyard.common.files import write_private_files
 from shipyard.common.masking import MASK_ENV, SECRETS_DIR_ENV, Masker
 from shipyard.common.node_env import SECRET_FILES_ENV
 from shipyard.server import orm
@@ -106,13 +107,7 @@ class RunSecrets:
         os.chmod(self.root, 0o700)
         directory = self.root / f"trial-{trial.id}-run-{trial.run_id}"
         shutil.rmtree(directory, ignore_errors=True)  # left by a launch that failed
-        directory.mkdir(mode=0o700)
-        for relative, value in files.items():
-            path = directory / relative
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(value)
+        write_private_files(directory, files)
         return directory
 
     def reattach(self, trial: orm.Trial, *, session: Session) -> None:

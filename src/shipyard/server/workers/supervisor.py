@@ -227,9 +227,12 @@ class Supervisor:
             self.backend.release(handle)
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
-        # A backend's reason may quote the run's output (a failed Pod's last lines): masked
-        # as its log is, before the run's values are forgotten.
-        [reason] = self.run_secrets.mask_lines(trial_id, [reason or run_exit.describe(state)])
+        reason = reason or run_exit.describe(state)
+        if state.last_output and not self._sent_output(trial_id):
+            # Its entry failed before it could send a line (an image without Shipyard): what
+            # it printed, masked as its log is, before the run's values are forgotten.
+            [last] = self.run_secrets.mask_lines(trial_id, [state.last_output])
+            reason = f"{reason}; its last output:\n{last}"
         self.run_secrets.finish(trial_id)
         self.terminating.discard(trial_id)
         with self.db.write() as s:
@@ -242,6 +245,15 @@ class Supervisor:
             exp_id = exp.id
         if ended:
             self.ended.append((exp_id, trial_id))
+
+    def _sent_output(self, trial_id: int) -> bool:
+        """Whether the trial's current run sent the master any of its output over HTTP."""
+        with self.db.read() as s:
+            trial = s.get_one(orm.Trial, trial_id)
+            cursor = select(orm.LogCursor).where(
+                orm.LogCursor.trial_id == trial_id, orm.LogCursor.run_id == trial.run_id
+            )
+            return s.scalars(cursor.limit(1)).first() is not None
 
     def take_ended(self) -> list[tuple[int, int]]:
         ended, self.ended = self.ended, []
