@@ -1,12 +1,14 @@
 """Small files that record a state across processes and restarts (a pid, an exit code, a
 job id, a checkpoint's manifest): read without raising, replaced in one step. Standard
-library only: the trial side and the nodes of a cluster import it too."""
+library and shipyard.common only: the trial side and the nodes of a cluster import it too."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+
+from shipyard.common.archives import escapes
 
 
 def read_int(path: str | Path) -> int | None:
@@ -69,8 +71,7 @@ def write_private_files(directory: Path, files: Mapping[str, str]) -> None:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     for relative, text in files.items():
-        parts = PurePosixPath(relative)
-        if parts.is_absolute() or ".." in parts.parts:
+        if escapes(relative):
             raise ValueError(f"{relative!r} points outside {directory}")
         path = directory / relative
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

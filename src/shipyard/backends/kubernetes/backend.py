@@ -120,7 +120,7 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
     # -- running -----------------------------------------------------------------------------
 
     def shares_masters_files(self, slots: list[Slot]) -> bool:
-        return self.options.shared_fs
+        return self.options.shares_masters_files()
 
     def launch(self, spec: TrialLaunchSpec) -> Handle:
         cluster = self._require_cluster()

@@ -140,11 +140,15 @@ class ContainerRuntime:
             id=info["Id"], digest=info.get("Digest") or (digests[0] if digests else None)
         )
 
+    def remove_argv(self, name: str) -> list[str]:
+        """The command that kills and removes the container (quiet when it is gone)."""
+        # podman's rm -f would first wait its stop timeout (10 s) after a SIGTERM
+        return [self.exe, "rm", "-f", *(["--time", "0"] if self.name == "podman" else []), name]
+
     def remove(self, name: str) -> None:
         """Kill and remove the container if it is still there (quiet when it is gone)."""
         try:
-            # podman's rm -f would first wait its stop timeout (10 s) after a SIGTERM
-            self.cli("rm", "-f", *(["--time", "0"] if self.name == "podman" else []), name)
+            self.cli(*self.remove_argv(name)[1:])
         except (OSError, subprocess.TimeoutExpired):
             pass
 

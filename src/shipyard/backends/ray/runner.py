@@ -118,7 +118,7 @@ class TrialRunner:
             spec["image"], spec, env, code_dir, run_file, gpus
         )
         # If the actor's worker dies, the keeper removes the container before its group.
-        remove = [container.runtime.exe, "rm", "-f", "--time", "0", container.name]
+        remove = container.runtime.remove_argv(container.name)
         return container.argv, {**container.cli_env, keeper.CLEANUP_ENV: json.dumps(remove)}
 
     def _remove_container(self) -> None:

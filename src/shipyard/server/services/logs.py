@@ -123,3 +123,11 @@ def tail(trial_id: int, count: int, *, session: Session) -> list[str]:
         .limit(count)
     )
     return [api.log_prefix(rank, stream) + text for rank, stream, text in reversed(list(rows))]
+
+
+def received_any(trial: orm.Trial, *, session: Session) -> bool:
+    """Whether the trial's current run sent the master any of its output over HTTP."""
+    cursor = select(orm.LogCursor.lines).where(
+        orm.LogCursor.trial_id == trial.id, orm.LogCursor.run_id == trial.run_id
+    )
+    return session.scalars(cursor.limit(1)).first() is not None

@@ -228,32 +228,25 @@ class Supervisor:
             self._collect(trial_id, handle, final=True)
         self.offsets.pop(trial_id, None)
         reason = reason or run_exit.describe(state)
-        if state.last_output and not self._sent_output(trial_id):
-            # Its entry failed before it could send a line (an image without Shipyard): what
-            # it printed, masked as its log is, before the run's values are forgotten.
-            [last] = self.run_secrets.mask_lines(trial_id, [state.last_output])
-            reason = f"{reason}; its last output:\n{last}"
-        self.run_secrets.finish(trial_id)
         self.terminating.discard(trial_id)
-        with self.db.write() as s:
-            trial = s.get_one(orm.Trial, trial_id)
-            exp = s.get_one(orm.Experiment, trial.experiment_id)
-            verdict = run_exit.judge(trial, exp, state, reason, can_restart=can_restart)
-            trial.exit_reason = verdict.exit_reason
-            lifecycle.apply(s, trial, verdict.event, run_ended_how=verdict.run_ended_how)
-            ended = TrialState(trial.state).terminal
-            exp_id = exp.id
+        try:
+            with self.db.write() as s:
+                trial = s.get_one(orm.Trial, trial_id)
+                exp = s.get_one(orm.Experiment, trial.experiment_id)
+                if state.last_output and not logs.received_any(trial, session=s):
+                    # Its entry failed before it could send a line (an image without Shipyard):
+                    # what it printed, masked as its log is.
+                    [last] = self.run_secrets.mask_lines(trial_id, [state.last_output])
+                    reason = f"{reason}; its last output:\n{last}"
+                verdict = run_exit.judge(trial, exp, state, reason, can_restart=can_restart)
+                trial.exit_reason = verdict.exit_reason
+                lifecycle.apply(s, trial, verdict.event, run_ended_how=verdict.run_ended_how)
+                ended = TrialState(trial.state).terminal
+                exp_id = exp.id
+        finally:
+            self.run_secrets.finish(trial_id)  # after the reason is masked
         if ended:
             self.ended.append((exp_id, trial_id))
-
-    def _sent_output(self, trial_id: int) -> bool:
-        """Whether the trial's current run sent the master any of its output over HTTP."""
-        with self.db.read() as s:
-            trial = s.get_one(orm.Trial, trial_id)
-            cursor = select(orm.LogCursor).where(
-                orm.LogCursor.trial_id == trial_id, orm.LogCursor.run_id == trial.run_id
-            )
-            return s.scalars(cursor.limit(1)).first() is not None
 
     def take_ended(self) -> list[tuple[int, int]]:
         ended, self.ended = self.ended, []
