@@ -19,6 +19,7 @@ import httpx
 from shipyard.client import credentials
 from shipyard.common.ports import free_ports
 from shipyard.server.auth.tokens import TaskTokens
+from tests.fixtures.cli import run_cli
 from tests.fixtures.poll import poll
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
@@ -229,15 +230,9 @@ class Master:
             after = page["next_after"]
 
     def cli(self, *args: object) -> subprocess.CompletedProcess:
-        """The installed `shipyard` command against this master, with a terminal wide
-        enough for whole table columns."""
-        return subprocess.run(
-            [str(SHIPYARD), "--master", self.url, *map(str, args)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "COLUMNS": "200"},
-        )
+        """`shipyard --master URL ARGS...` against this master (run in this process: see
+        tests/fixtures/cli.py), with a terminal wide enough for whole table columns."""
+        return run_cli("--master", self.url, *args, env={**os.environ, "COLUMNS": "200"})
 
 
 def two_rank_all_reduce(master: Master, config: str, code_dir: Path) -> dict:

@@ -1,5 +1,6 @@
-"""The `shipyard` command as a user runs it: the installed entry point in a subprocess, against
-a real master running real trials. Assertions are on exit codes and on what the user reads."""
+"""The `shipyard` command as a user runs it, against a real master running real trials: in
+the test's process (tests/fixtures/cli.py), or the installed entry point where a terminal or
+a pipe is the point. Assertions are on exit codes and on what the user reads."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.master import Master, free_port
+from tests.fixtures.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 CODE = Path(__file__).parent / "trial_code"
@@ -102,14 +104,7 @@ def shipyard(env):
     """Run `shipyard ARGS...` (from the repository root); returns the CompletedProcess."""
 
     def run(*args, extra_env: dict[str, str] | None = None, master_url: str | None = None):
-        return subprocess.run(
-            [str(SHIPYARD), *(str(arg) for arg in args)],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=env(extra_env, master_url),
-            timeout=TIMEOUT_S,
-        )
+        return run_cli(*args, cwd=REPO, env=env(extra_env, master_url))
 
     return run
 

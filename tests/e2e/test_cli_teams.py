@@ -1,6 +1,6 @@
-"""Workspaces, projects, quotas, groups and roles as people use them: the installed
-`shipyard` command in a subprocess against a real master, each person with a Shipyard
-home of their own. The assertions are on exit codes and on what they read."""
+"""Workspaces, projects, quotas, groups and roles as people use them: the `shipyard`
+command (run in the test's process, tests/fixtures/cli.py) against a real master, each
+person with a Shipyard home of their own. The assertions are on exit codes and on what they read."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Users, logins and tokens as a person uses them: the installed `shipyard` command in a
-subprocess against a real master. Each person at the CLI has a Shipyard home of their own
-(SHIPYARD_HOME), so their tokens never mix; the assertions are on exit codes and on what
-they read."""
+"""Users, logins and tokens as a person uses them: the `shipyard` command (in the test's
+process, tests/fixtures/cli.py; the installed one where a terminal is needed) against a
+real master. Each person at the CLI has a Shipyard home of their own (SHIPYARD_HOME), so
+their tokens never mix; the assertions are on exit codes and on what they read."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import pytest
 
 from shipyard.client import Shipyard, credentials
 from tests.e2e.master import Master
+from tests.fixtures.cli import run_cli
 
 SHIPYARD = Path(sys.executable).parent / "shipyard"  # the installed command
 TIMEOUT_S = 60
@@ -51,12 +52,11 @@ class Person:
     ) -> subprocess.CompletedProcess:
         """`shipyard --master URL ARGS...`; `stdin`: what is piped in; `token`: sent as
         SHIPYARD_TOKEN instead of what this home keeps."""
-        return subprocess.run(
-            [str(SHIPYARD), "--master", self.master.url, *map(str, args)],
-            input=stdin if stdin is not None else "",
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
+        return run_cli(
+            "--master",
+            self.master.url,
+            *args,
+            stdin=stdin,
             env=self.env({"SHIPYARD_TOKEN": token} if token else None),
         )
 

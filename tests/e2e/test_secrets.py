@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.e2e.master import CODE, SHIPYARD, Master
+from tests.fixtures.cli import run_cli
 
 WORKSPACE, OTHER = "ml", "elsewhere"
 ECHO = """
@@ -338,15 +339,8 @@ def test_no_token_password_or_secret_value_in_the_database_or_any_log(master, te
 
 
 def cli(master: Master, *args: object, stdin: str = "") -> subprocess.CompletedProcess:
-    """The installed `shipyard` command as the admin (the token this test process keeps)."""
-    return subprocess.run(
-        [str(SHIPYARD), "--master", master.url, *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    """The `shipyard` command as the admin (the token this test process keeps)."""
+    return run_cli("--master", master.url, *args, stdin=stdin, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_the_cli_sets_lists_deletes_and_rotates_and_never_shows_a_value(master, team, tmp_path):
