@@ -65,7 +65,7 @@ _setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
 # wait for Debian's packages. Every extra holds the demo's, so the demo's stamp is set too.
 $(SETUP_STAMP): pyproject.toml constraints.txt requirements-test.txt
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -r requirements-test.txt \
-		-e '.[server,postgres,s3,torch,optuna,mpi,lightning,huggingface,ray,kubernetes]'
+		-e '.[server,postgres,s3,torch,optuna,mpi,lightning,huggingface,ray,kubernetes,pandas]'
 	touch $@ $(DEMO_STAMP)
 
 # The demo's own pip step: the master and the digits example's torch and scikit-learn (the

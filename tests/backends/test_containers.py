@@ -121,7 +121,9 @@ def test_the_run_command_mounts_the_trials_paths_and_keeps_values_off_the_comman
 
     inside = container_env(spec)
     assert inside["API_TOKEN"] == "s3cret"
-    assert inside["PYTHONPATH"] == SHIPYARD_LIB
+    # Determined's `determined` is Shipyard's shim inside (docs/determined.md), then shipyard.
+    shim = f"{SHIPYARD_LIB}/shipyard/integrations/determined_compat"
+    assert inside["PYTHONPATH"] == os.pathsep.join([shim, SHIPYARD_LIB])
 
 
 def test_gpus_are_docker_gpus_or_podman_cdi_devices_numbered_from_zero_inside(tmp_path):

@@ -49,3 +49,12 @@ def test_unknown_commands_are_refused_at_the_root_and_in_a_group():
     assert root.returncode == 2 and "No such command 'nosuch'" in root.stderr
     inner = run("trial", "nosuch")
     assert inner.returncode == 2 and "No such command 'nosuch'" in inner.stderr
+
+
+def test_determined_style_aliases_reach_their_groups(free_port):
+    """`shipyard e list`, `shipyard t logs`: the alias names the group the command builds."""
+    url = f"http://127.0.0.1:{free_port}"
+    listed = run("-m", url, "e", "list")
+    assert listed.returncode == 1 and f"cannot reach the Shipyard master at {url}" in listed.stderr
+    helped = run("t", "logs", "--help")
+    assert helped.returncode == 0 and "--tail" in helped.stdout and "--grep" in helped.stdout

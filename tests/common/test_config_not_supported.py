@@ -54,21 +54,40 @@ def test_legacy_adaptive_searchers_point_to_adaptive_asha(name):
     assert "not supported yet" in message and "use adaptive_asha" in message
 
 
-def test_trial_api_entrypoint_explains_the_way_out():
-    error = config_error(
-        load_config, "entrypoint: model_def:MNistTrial\nsearcher: {name: single, metric: l}\n"
-    )
-    assert isinstance(error, NotSupportedYet)
-    message = detail_at(error, "entrypoint")["message"]
-    assert "not supported yet" in message
-    assert "Core API" in message and "wrap the trial in a script" in message
+def test_trial_api_entrypoint_runs_the_pytorch_trial_runner():
+    """Determined's `model_def:MyTrial` is accepted; the trial runs Shipyard's runner."""
+    config = load_config("entrypoint: model_def:MNistTrial\nsearcher: {name: single, metric: l}\n")
+    assert config.entrypoint_argv() == [
+        "python3",
+        "-m",
+        "shipyard.integrations.determined_trial.run",
+        "model_def:MNistTrial",
+    ]
+    assert config.entrypoint_script() is None
+
+
+def test_a_trial_class_length_in_epochs_or_records_is_the_searchers_time_metric():
+    """The runner's validations report epochs and records; the master compares a length
+    with steps_completed (batches) unless the searcher has a time_metric: the config gives
+    it one, so a pause at batch 12 of 5 epochs is not the end of the trial."""
+    asha = "{name: adaptive_asha, metric: l, max_trials: 4, max_length: {epochs: 16}}"
+    searcher = load_config(f"entrypoint: model_def:MyTrial\nsearcher: {asha}\n").searcher
+    assert (searcher.time_metric, searcher.max_time, searcher.max_length) == ("epochs", 16, None)
+    single = "{name: single, metric: l, max_length: {records: 640}}"
+    searcher = load_config(f"entrypoint: model_def:MyTrial\nsearcher: {single}\n").searcher
+    assert (searcher.time_metric, searcher.max_time) == ("records", 640)
+    batches = "{name: single, metric: l, max_length: {batches: 50}}"
+    searcher = load_config(f"entrypoint: model_def:MyTrial\nsearcher: {batches}\n").searcher
+    assert searcher.time_metric is None and searcher.max_length is not None  # steps already
+    script = load_config(f"entrypoint: python3 train.py\nsearcher: {asha}\n").searcher
+    assert script.time_metric is None  # a script reports what it likes
 
 
 @pytest.mark.parametrize(
     ("extra", "path"),
     [
         ("resources: {shm_size: 4294967296}\n", "resources.shm_size"),
-        ("environment: {force_pull_image: true}\n", "environment.force_pull_image"),
+        ("environment: {registry_auth: {username: u}}\n", "environment.registry_auth"),
         ("environment: {pod_spec: {kind: Pod}}\n", "environment.pod_spec"),
         ("environment: {add_capabilities: [SYS_ADMIN]}\n", "environment.add_capabilities"),
         ("checkpoint_policy: all\n", "checkpoint_policy"),

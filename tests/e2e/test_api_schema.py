@@ -109,6 +109,7 @@ class Seeded:
     archived: int  # a finished experiment, archived
     live: int  # an experiment whose one trial runs: it takes the trial-side reports
     victim: int  # another running one, to change, pause, activate and kill
+    doomed: int  # a finished experiment, deleted (the others are never deleted)
     trials: list[int]  # the finished search's
     live_trial: int
     live_run: int  # the live trial's run: its task token's, and its reports'
@@ -120,6 +121,8 @@ class Seeded:
     admin_token_id: int  # the token of the requests: never revoked
     workspace: str  # a workspace with a project and a group's role binding
     binding_id: int  # a role binding, to remove
+    victim_trial: int = 0  # the victim's trial, killed after its experiment
+    spare_checkpoint: str = ""  # the finished search's other trial's latest, deleted
     known: dict[str, list[Any]] = field(default_factory=dict)  # path parameters that exist
 
 
@@ -127,8 +130,9 @@ class Seeded:
 def seeded(master: Master):
     search = master.create(SEARCH, CODE)
     archived = master.create(SHORT, CODE)
+    doomed = master.create(SHORT, CODE)
     live, victim = master.create(LONG, CODE), master.create(LONG, CODE)
-    for exp in (search, archived):
+    for exp in (search, archived, doomed):
         assert master.wait(exp["id"], timeout=120)["state"] == "COMPLETED"
     master.http.post(f"/experiments/{archived['id']}/archive").raise_for_status()
     live_trial = live["trials"][0]["id"]
@@ -159,6 +163,7 @@ def seeded(master: Master):
         archived=archived["id"],
         live=live["id"],
         victim=victim["id"],
+        doomed=doomed["id"],
         trials=trials,
         live_trial=live_trial,
         live_run=master.trial(live_trial)["run_id"],
@@ -171,6 +176,9 @@ def seeded(master: Master):
         workspace="schema-ws",
         binding_id=binding,
     )
+    s.victim_trial = victim["trials"][0]["id"]
+    s.spare_checkpoint = master.trial(trials[1])["latest_checkpoint"]
+    assert s.spare_checkpoint and s.spare_checkpoint != s.checkpoint
     s.known = {
         "exp_id": [s.completed, s.archived, s.live, s.victim],
         "trial_id": [*s.trials, s.live_trial],
@@ -196,6 +204,7 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
     victim, other = {"exp_id": s.victim}, {"username": s.other}
     report = {"group": "validation", "steps_completed": 1, "metrics": {"val_loss": 0.5}}
     checkpoint = {**run, "uuid": "schema-checkpoint", "steps_completed": 1}
+    newer = {**run, "uuid": "schema-checkpoint-2", "steps_completed": 2}
     ws, group, user = {"workspace": s.workspace}, {"group": "schema-group"}, {"user": s.user}
     project = {**ws, "project": "schema-project"}
     moved = {"workspace": s.workspace, "project": "schema-project"}
@@ -210,6 +219,11 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("report_trial_metrics", {"path_parameters": live, "body": {**run, "reports": [report]}}),
         ("get_trial_metrics", {"path_parameters": finished}),
         ("report_checkpoint", {"path_parameters": live, "body": checkpoint}),
+        ("report_checkpoint", {"path_parameters": live, "body": newer}),
+        (
+            "delete_trial_checkpoint",  # no longer the one the live trial resumes from
+            {"path_parameters": {**live, "uuid": checkpoint["uuid"]}, "query": run},
+        ),
         ("list_trial_checkpoints", {"path_parameters": finished}),
         ("wait_for_searcher", {"path_parameters": live, "body": run}),
         ("report_trial_progress", {"path_parameters": live, "body": {"progress": 0.5}}),
@@ -234,8 +248,15 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("pause_experiment", {"path_parameters": victim}),
         ("activate_experiment", {"path_parameters": victim}),
         ("kill_experiment", {"path_parameters": victim}),
+        ("kill_trial", {"path_parameters": {"trial_id": s.victim_trial}}),
+        ("rank_checkpoints", {"query": {"experiment_id": s.completed, "order": "best"}}),
+        ("delete_checkpoint", {"path_parameters": {"uuid": s.spare_checkpoint}}),
         ("unarchive_experiment", {"path_parameters": {"exp_id": s.archived}}),
         ("archive_experiment", {"path_parameters": {"exp_id": s.archived}}),
+        ("change_experiment", {"path_parameters": exp, "body": {"add_labels": ["schema"]}}),
+        ("fork_experiment", {"path_parameters": exp, "body": {"paused": True}}),
+        ("continue_experiment", {"path_parameters": exp, "body": {"max_trials": 3}}),
+        ("delete_experiment", {"path_parameters": {"exp_id": s.doomed}}),
         ("list_experiment_trials", {"path_parameters": exp}),
         ("get_experiment_curves", {"path_parameters": exp, "query": {"name": "val_loss"}}),
         ("list_experiment_metric_names", {"path_parameters": exp}),
@@ -341,7 +362,36 @@ def cases(operation, mode: GenerationMode, s: Seeded) -> st.SearchStrategy:
     if names and mode == GenerationMode.POSITIVE:
         known = st.fixed_dictionaries({name: st.sampled_from(s.known[name]) for name in names})
         made = st.one_of(made, known.flatmap(lambda p: operation.as_strategy(path_parameters=p)))
-    return made.filter(lambda case: not names_token(case, s.admin_token_id)).map(short_polls)
+    return (
+        made.filter(lambda case: not names_token(case, s.admin_token_id))
+        .filter(lambda case: not deletes_a_seeded_experiment(case, s))
+        .filter(lambda case: not ends_a_seeded_object(case, s))
+        .map(short_polls)
+    )
+
+
+def deletes_a_seeded_experiment(case: schemathesis.Case, s: Seeded) -> bool:
+    """Whether the case deletes an experiment the other operations' requests name."""
+    if case.operation.definition.raw["operationId"] != "delete_experiment":
+        return False
+    try:
+        exp_id = float(str((case.path_parameters or {}).get("exp_id")).strip())
+    except ValueError:
+        return False
+    return exp_id in (s.completed, s.archived, s.live, s.victim)
+
+
+def ends_a_seeded_object(case: schemathesis.Case, s: Seeded) -> bool:
+    """Whether the case kills the live trial (the trial-side requests' own) or deletes the
+    checkpoint the other requests read."""
+    operation_id = case.operation.definition.raw["operationId"]
+    given = case.path_parameters or {}
+    if operation_id == "kill_trial":
+        try:
+            return float(str(given.get("trial_id")).strip()) == s.live_trial
+        except ValueError:
+            return False
+    return operation_id == "delete_checkpoint" and given.get("uuid") == s.checkpoint
 
 
 def names_token(case: schemathesis.Case, token_id: int) -> bool:
@@ -439,7 +489,8 @@ def test_no_answer_is_a_server_error_or_off_the_schema(outcome: Outcome):
 
 
 def test_every_hand_written_request_succeeds(outcome: Outcome):
-    assert len(outcome.written) == len(outcome.operations) + 1  # two logins
+    # two logins, and two checkpoint reports (the first is then deleted by the trial)
+    assert len(outcome.written) == len(outcome.operations) + 2
     assert [(op, status) for op, status in outcome.written if not 200 <= status < 300] == []
 
 

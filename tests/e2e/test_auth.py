@@ -25,6 +25,7 @@ PUBLIC = {
 TRIAL_SIDE = {
     ("POST", "/api/v1/trials/{trial_id}/metrics"),
     ("POST", "/api/v1/trials/{trial_id}/checkpoints"),
+    ("DELETE", "/api/v1/trials/{trial_id}/checkpoints/{uuid}"),
     ("POST", "/api/v1/trials/{trial_id}/searcher/wait"),
     ("POST", "/api/v1/trials/{trial_id}/progress"),
     ("POST", "/api/v1/trials/{trial_id}/heartbeat"),

@@ -176,3 +176,56 @@ def test_workspaces_and_projects_become_objects_and_admins_become_role_bindings(
         ("research", "cifar"),
         ("research", "mnist"),
     }
+
+
+def test_a_deleted_newest_experiments_ids_are_never_given_again(tmp_path):
+    """Migration 0013 on a database with rows: they are kept, the schema is the ORM's, and
+    once the newest experiment and its trial are deleted the next ones get new ids (a
+    trial's task token is keyed by its id)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from shipyard.server.db import MIGRATIONS
+
+    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    db.migrate()
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0012")
+
+    def add_experiment_and_trial(conn) -> tuple[int, int]:
+        conn.exec_driver_sql(
+            "INSERT INTO experiments (workspace_id, project_id, name, description, labels,"
+            " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
+            " progress, created_at, archived) VALUES (1, 1, 'e', '', '[]', '{}', '',"
+            " 'COMPLETED', 1, '/c', 42, 1, 1.0, '2026-01-01', 0)"
+        )
+        exp_id = conn.exec_driver_sql("SELECT max(id) FROM experiments").scalar()
+        conn.exec_driver_sql(
+            "INSERT INTO trials (experiment_id, workspace_id, request_id, hparams, seed, state,"
+            " restarts, run_id, stop_requested, preempt_requested, steps_completed, slots,"
+            " log_offset, log_lines, waiting_for_searcher, metrics_version)"
+            " VALUES (?, 1, 'r', '{}', 1, 'COMPLETED', 0, 1, 0, 0, 0, '[]', 0, 0, 0, 0)",
+            (exp_id,),
+        )
+        return exp_id, conn.exec_driver_sql("SELECT max(id) FROM trials").scalar()
+
+    with db.engine.begin() as conn:
+        kept = add_experiment_and_trial(conn)
+        newest = add_experiment_and_trial(conn)
+    db.migrate()
+    with db.engine.begin() as conn:
+        assert conn.exec_driver_sql("SELECT id FROM experiments").scalars().all() == [
+            kept[0],
+            newest[0],
+        ]
+        conn.exec_driver_sql("DELETE FROM trials WHERE id = ?", (newest[1],))
+        conn.exec_driver_sql("DELETE FROM experiments WHERE id = ?", (newest[0],))
+        again = add_experiment_and_trial(conn)
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), orm.Base.metadata)
+    db.close()
+    assert again[0] > newest[0] and again[1] > newest[1]
+    assert diff == []

@@ -48,6 +48,19 @@ ROWS = {
             "exited with code 0; canceled: the experiment was killed",
         ),
     ),
+    "a trial a user killed (`shipyard trial kill`)": (
+        dict(
+            run=RunState(RunStatus.EXITED, exit_code=-15),
+            stop_requested=True,
+            exit_reason="killed by alice",
+            restarts=0,
+        ),
+        (
+            Event.EXITED_KILLED,
+            "killed by alice",
+            "killed by signal 15; canceled: the trial was killed",
+        ),
+    ),
     "a stopped trial that exits cleanly": (
         dict(run=CLEAN, stop_requested=True, exit_reason=STOP),
         (Event.EXITED_STOPPING, STOP, "exited with code 0; stopped by the searcher"),
@@ -131,3 +144,20 @@ ROWS = {
 def test_an_exit_gives_its_event_and_words(name):
     facts, expected = ROWS[name]
     assert case(**facts) == expected
+
+
+def test_a_pause_before_any_validation_is_not_the_end_of_a_length_in_epochs():
+    """model_def:MyTrial with {epochs: 5} counts epochs (searcher.time_metric): 12 batches
+    without a validation yet are not 5 epochs."""
+    config = load_config(
+        "entrypoint: model_def:MyTrial\n"
+        "searcher: {name: single, metric: loss, max_length: {epochs: 5}}\n"
+    ).to_json_dict()
+    trial = orm.Trial(restarts=0, stop_requested=False, preempt_requested=True)
+    trial.waiting_for_searcher = False
+    trial.steps_completed, trial.searcher_time, trial.run_error = 12, None, None
+    trial.exit_reason = None
+    exp = orm.Experiment(state="ACTIVE", config=config)
+    assert judge(trial, exp, CLEAN, describe(CLEAN), can_restart=True).event == Event.YIELDED
+    trial.searcher_time = 5.0  # its validation at the end of epoch 5
+    assert judge(trial, exp, CLEAN, describe(CLEAN), can_restart=True).event == Event.FINISHED

@@ -43,6 +43,8 @@ EXPECTED: dict[tuple[TrialState | None, Event], tuple[TrialState, set[str]]] = {
     (P, Event.ACTIVATED): (Q, set()),
     (Q, Event.KILLED): (CANCELED, {ENDED}),
     (P, Event.KILLED): (CANCELED, {ENDED}),
+    (Q, Event.TRIAL_KILLED): (CANCELED, {ENDED, told("CANCELED")}),
+    (P, Event.TRIAL_KILLED): (CANCELED, {ENDED, told("CANCELED")}),
     (Q, Event.STOPPED): (STOPPED, {ENDED, told("STOPPED")}),
     (P, Event.STOPPED): (STOPPED, {ENDED, told("STOPPED")}),
     (Q, Event.PLACED): (S, {OPENS, PREEMPTION}),  # a new run starts with no preemption
@@ -60,6 +62,8 @@ EXPECTED: dict[tuple[TrialState | None, Event], tuple[TrialState, set[str]]] = {
     **{(h, Event.YIELDED_PAUSED): (P, RUN_END | {PREEMPTION}) for h in (S, R)},
     **{(h, Event.CRASHED): (Q, RUN_END | {RESTART}) for h in (S, R)},
     **{(h, Event.FAILED): (ERRORED, RUN_END | {ENDED, told("ERRORED")}) for h in (S, R)},
+    # `experiment continue`: an ended trial trains again, its end cleared.
+    **{(e, Event.CONTINUED): (Q, set()) for e in (COMPLETED, STOPPED, ERRORED, CANCELED)},
 }
 
 HOW = "exited with code 3; what the run's row records"
@@ -196,8 +200,9 @@ def test_a_completed_trial_cannot_start_again(db):
             lifecycle.apply(s, trial, Event.PLACED, slots=["cpu0"])
 
 
-def test_no_event_moves_an_ended_trial():
-    assert not [key for key in TRANSITIONS if key[0] is not None and key[0].terminal]
+def test_only_continue_moves_an_ended_trial():
+    moving = {key[1] for key in TRANSITIONS if key[0] is not None and key[0].terminal}
+    assert moving == {Event.CONTINUED}
 
 
 def test_every_state_is_reached():

@@ -55,6 +55,9 @@ class TrialLaunchSpec:
     # argv starts shipyard.launch.entry, which fetches the code and config over HTTP and
     # sends the output back; workdir is empty and nothing of the master's may be mounted.
     shares_files: bool = True
+    # environment.force_pull_image: a container backend pulls the image before every run
+    # (`run --pull always`, imagePullPolicy Always) instead of using the node's copy.
+    force_pull_image: bool = False
 
 
 @dataclass

@@ -66,6 +66,10 @@ class PooledBackend(Backend, LogSource):
         return self.backend_of_pool(pool).health()
 
     def _pool_key(self, slots: list[Slot]) -> str:
+        if not slots and LOCAL in self._backends:
+            # slots_per_trial 0: no slot says where, and only pools on the master's
+            # machine take such trials (checked at submit), all served by LOCAL.
+            return LOCAL
         keys = {self._slots[s.id][0] for s in slots}
         if len(keys) != 1:
             raise ValueError(f"a trial's slots must come from one pool, got {sorted(keys)}")

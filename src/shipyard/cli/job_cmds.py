@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from shipyard.cli.context import open_session
-from shipyard.cli.output import JsonFlag, out, print_json, say
+from shipyard.cli.output import CsvFlag, JsonFlag, print_list
 from shipyard.cli.render import add_row, styled_state
 from shipyard.client.jobs import list_jobs
 from shipyard.common.api import JobInfo
@@ -36,12 +36,14 @@ def jobs_table(jobs: list[JobInfo]) -> Table:
 
 
 @app.command("list")
-def list_command(ctx: typer.Context, json_output: JsonFlag = False) -> None:
+def list_command(
+    ctx: typer.Context, json_output: JsonFlag = False, csv_output: CsvFlag = False
+) -> None:
     """Running trials, then queued ones in the order the scheduler takes them."""
-    jobs = list_jobs(open_session(ctx))
-    if json_output:
-        print_json(jobs)
-    elif not jobs:
-        say("No jobs: nothing runs or waits.")
-    else:
-        out.print(jobs_table(jobs))
+    print_list(
+        list_jobs(open_session(ctx)),
+        jobs_table,
+        json_output=json_output,
+        csv_output=csv_output,
+        empty="No jobs: nothing runs or waits.",
+    )

@@ -32,11 +32,28 @@ from shipyard.cli import (
 from shipyard.cli.output import err, print_error
 from shipyard.common.errors import ShipyardError, Unauthorized
 
+# Determined's short names, as its users type them (`shipyard e list`, `shipyard t logs 3 -f`).
+# Resolved by the root group: --help and shell completion list each group once, under its
+# name, and no start of the command builds a group twice.
+ALIASES = {
+    "e": "experiment",
+    "t": "trial",
+    "c": "checkpoint",
+    "j": "job",
+    "rp": "pool",
+    "u": "user",
+    "w": "workspace",
+    "p": "project",
+}
+
 
 class ShipyardGroup(TyperGroup):
     """The root group: every subcommand runs inside its invoke, so errors are caught here."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:  # type: ignore[override]
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except ShipyardError as error:
@@ -71,7 +88,8 @@ app = typer.Typer(
     name="shipyard",
     help="Shipyard: train, search and track deep-learning experiments.",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion (typer's: bash, zsh, fish, PowerShell).
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -112,7 +130,9 @@ app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and co
 app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
 app.add_typer(job_cmds.app, name="job", help="The scheduler's queue and why each job waits.")
 app.add_typer(pool_cmds.app, name="pool", help="Resource pools: backend, slots, health.")
-app.add_typer(checkpoint_cmds.app, name="checkpoint", help="List and download checkpoints.")
+app.add_typer(
+    checkpoint_cmds.app, name="checkpoint", help="List, describe, download and delete checkpoints."
+)
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
 app.add_typer(user_cmds.app, name="user", help="Log in and out; users and their passwords.")
 app.add_typer(token_cmds.app, name="token", help="API tokens for scripts, CI, service accounts.")
@@ -147,6 +167,7 @@ def run() -> None:
     holds at each start; a command line that names a group gets only that group (a tenth of
     a second less per command). Help and errors for it are the same: they only name it."""
     named = _named_group(sys.argv[1:])
+    named = ALIASES.get(named, named) if named is not None else None
     if any(group.name == named for group in app.registered_groups):
         app.registered_groups = [group for group in app.registered_groups if group.name == named]
         app.registered_commands = []

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from shipyard.cli.context import open_session
-from shipyard.cli.output import JsonFlag, out, print_json
+from shipyard.cli.output import CsvFlag, JsonFlag, print_list
 from shipyard.cli.render import add_row
 from shipyard.client.pools import list_pools
 from shipyard.common.api import PoolInfo
@@ -33,10 +33,10 @@ def pools_table(pools: list[PoolInfo]) -> Table:
 
 
 @app.command("list")
-def list_command(ctx: typer.Context, json_output: JsonFlag = False) -> None:
+def list_command(
+    ctx: typer.Context, json_output: JsonFlag = False, csv_output: CsvFlag = False
+) -> None:
     """Each pool: its backend, slots in use of its total, scheduler, and health."""
-    pools = list_pools(open_session(ctx))
-    if json_output:
-        print_json(pools)
-    else:
-        out.print(pools_table(pools))
+    print_list(
+        list_pools(open_session(ctx)), pools_table, json_output=json_output, csv_output=csv_output
+    )

@@ -1,15 +1,25 @@
-"""`shipyard trial list | describe | logs | checkpoints`."""
+"""`shipyard trial list | describe | logs | checkpoints | kill` (alias `shipyard t`)."""
 
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime, timedelta
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
 from shipyard.cli.context import open_session
-from shipyard.cli.output import JsonFlag, out, print_json, print_log_lines, say
+from shipyard.cli.output import (
+    CsvFlag,
+    JsonFlag,
+    out,
+    print_json,
+    print_list,
+    print_log_lines,
+    say,
+)
 from shipyard.cli.render import (
     checkpoints_table,
     fields_table,
@@ -20,6 +30,7 @@ from shipyard.cli.render import (
     trial_list_table,
 )
 from shipyard.client import checkpoints, trials
+from shipyard.common.errors import InvalidRequest
 from shipyard.common.states import TrialState
 
 app = typer.Typer(no_args_is_help=True)
@@ -41,6 +52,7 @@ def list_(
     ] = False,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Show at most this many.")] = 20,
     json_output: JsonFlag = False,
+    csv_output: CsvFlag = False,
 ) -> None:
     """Trials of every experiment, those still live first, then the latest to end: e.g.
     recent failures with --state errored."""
@@ -50,12 +62,13 @@ def list_(
         restarted=True if restarted else None,
         limit=limit,
     )
-    if json_output:
-        print_json(found)
-    elif not found:
-        say("No trial matches.")
-    else:
-        out.print(trial_list_table(found))
+    print_list(
+        found,
+        trial_list_table,
+        json_output=json_output,
+        csv_output=csv_output,
+        empty="No trial matches.",
+    )
 
 
 @app.command()
@@ -97,6 +110,33 @@ def describe(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = Fals
             out.print(Text(line))
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_PAGE = 1000  # lines a page holds at most (the master allows 10,000)
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """`--since`: a duration back from now (90s, 10m, 2h, 1d, 1.5h) or a time in ISO 8601
+    (2026-11-29T10:00, 2026-11-29 10:00:00, ...Z or +02:00; local time without an offset)."""
+    given = text.strip()
+    match = _DURATION.fullmatch(given.lower())
+    if match:
+        try:
+            back = timedelta(seconds=float(match.group(1)) * _SECONDS[match.group(2)])
+            return (now or datetime.now().astimezone()) - back
+        except OverflowError:
+            raise typer.BadParameter(f"{text!r} goes back too far", param_hint="--since") from None
+    try:
+        moment = datetime.fromisoformat(given)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither a duration (90s, 10m, 2h, 1d) nor a time "
+            "(2026-11-29T10:00, 2026-11-29 10:00:00+00:00)",
+            param_hint="--since",
+        ) from None
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
 @app.command()
 def logs(
     ctx: typer.Context,
@@ -113,23 +153,98 @@ def logs(
             "--rank", min=0, help="Only this rank's lines (a trial run by a launcher).", metavar="R"
         ),
     ] = None,
+    head: Annotated[
+        int | None,
+        typer.Option("--head", min=1, metavar="N", help="Only the first N lines."),
+    ] = None,
+    tail: Annotated[
+        int | None,
+        typer.Option(
+            "--tail",
+            min=1,
+            max=10_000,
+            metavar="N",
+            help="Only the last N lines (with -f: then the new ones as they come).",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only lines since then: a duration back from now (90s, 10m, 2h, 1d) or a "
+            "time (2026-11-29T10:00; local time unless it has an offset).",
+        ),
+    ] = None,
+    grep: Annotated[
+        str | None,
+        typer.Option(
+            "--grep",
+            metavar="TEXT",
+            help="Only lines that contain TEXT (case-sensitive, not a regex; filtered on the "
+            "master).",
+        ),
+    ] = None,
 ) -> None:
-    """The trial's log lines (every run and rank; a multi-rank run's prefixed by rank)."""
+    """The trial's log lines (every run and rank; a multi-rank run's prefixed by rank).
+    --head, --tail, --since and --grep are applied by the master: only the lines they keep
+    are sent."""
+    if head is not None and tail is not None:
+        raise InvalidRequest("choose one of --head and --tail")
+    if head is not None and follow:
+        raise InvalidRequest("--head stops after N lines: it cannot be used with --follow")
+    if grep == "":
+        raise typer.BadParameter("give a text to look for", param_hint="--grep")
+    since_time = parse_since(since) if since is not None else None
     session = open_session(ctx)
+    first = [True]
 
     def read(after: int, wait_s: float):
-        return trials.get_trial_logs(session, trial_id, after=after, wait_s=wait_s, rank=rank)
+        last = tail if first[0] else None  # the tail once; then (with -f) what follows it
+        first[0] = False
+        return trials.get_trial_logs(
+            session,
+            trial_id,
+            after=after,
+            limit=min(head, _PAGE) if head is not None else _PAGE,
+            wait_s=wait_s,
+            rank=rank,
+            tail=last,
+            since=since_time,
+            grep=grep,
+        )
 
-    print_log_lines(read, follow=follow, json_output=json_output, show_trial=False)
+    print_log_lines(read, follow=follow, json_output=json_output, show_trial=False, head=head)
+
+
+@app.command()
+def kill(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = False) -> None:
+    """Kill one trial: it ends CANCELED and its experiment goes on with its other trials
+    (as `det trial kill`). A running trial is terminated now; its checkpoints stay."""
+    result = trials.kill_trial(open_session(ctx), trial_id)
+    if json_output:
+        print_json(result)
+    elif result.state == TrialState.CANCELED:
+        say(f"Trial {trial_id} killed: CANCELED. Its experiment goes on with its other trials.")
+    else:
+        say(
+            f"Trial {trial_id} is being killed: its process is terminated now, and the trial "
+            "ends CANCELED once it has exited. Its experiment goes on with its other trials."
+        )
 
 
 @app.command("checkpoints")
-def checkpoints_(ctx: typer.Context, trial_id: TrialId, json_output: JsonFlag = False) -> None:
+def checkpoints_(
+    ctx: typer.Context,
+    trial_id: TrialId,
+    json_output: JsonFlag = False,
+    csv_output: CsvFlag = False,
+) -> None:
     """The trial's checkpoints by step."""
-    found = checkpoints.list_trial_checkpoints(open_session(ctx), trial_id)
-    if json_output:
-        print_json(found)
-    elif not found:
-        say(f"Trial {trial_id} has no checkpoints.")
-    else:
-        out.print(checkpoints_table(found))
+    print_list(
+        checkpoints.list_trial_checkpoints(open_session(ctx), trial_id),
+        checkpoints_table,
+        json_output=json_output,
+        csv_output=csv_output,
+        empty=f"Trial {trial_id} has no checkpoints.",
+    )

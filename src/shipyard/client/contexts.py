@@ -6,8 +6,9 @@ import gzip
 import io
 import os
 import tarfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from shipyard.client.ignore import IGNORE_FILE, IgnoreRules
 from shipyard.client.session import Session
@@ -16,6 +17,11 @@ from shipyard.common.errors import InvalidRequest, TooLarge
 
 DEFAULT_MAX_CONTEXT_MB = 96
 LARGEST_FILES_SHOWN = 5
+UPLOAD_CHUNK = 256 * 1024
+
+# A transfer's progress: called with (bytes done, bytes in all) as it goes, e.g. a progress
+# bar's update (shipyard.cli.output.transfer_bar); None: nothing is shown.
+Progress = Callable[[int, int], None]
 
 
 class ContextArchive(NamedTuple):
@@ -52,7 +58,7 @@ def collect_context_files(directory: Path) -> dict[str, Path]:
         for name in filenames:
             relative = prefix + name
             path = Path(current) / name
-            if relative != IGNORE_FILE and rules.is_ignored(relative, is_dir=False):
+            if relative != rules.source and rules.is_ignored(relative, is_dir=False):
                 continue
             if path.is_file():  # follows symlinks to files; skips dangling links, sockets
                 kept[relative] = path
@@ -101,6 +107,19 @@ def format_size(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
 
 
-def upload_context(session: Session, archive: bytes) -> ContextUploaded:
-    data = session.post("/contexts", content=archive, content_type="application/gzip")
+def upload_context(
+    session: Session, archive: bytes, *, progress: Progress | None = None
+) -> ContextUploaded:
+    """Upload a packed context; `progress` hears each chunk as it is sent."""
+    content: Any = archive if progress is None else _chunks(archive, progress)
+    data = session.post("/contexts", content=cast(bytes, content), content_type="application/gzip")
     return ContextUploaded.model_validate(data)
+
+
+def _chunks(archive: bytes, progress: Progress) -> Iterator[bytes]:
+    """The archive in chunks, each reported to `progress` once httpx has taken it."""
+    total = len(archive)
+    progress(0, total)
+    for start in range(0, total, UPLOAD_CHUNK):
+        yield archive[start : start + UPLOAD_CHUNK]
+        progress(min(start + UPLOAD_CHUNK, total), total)

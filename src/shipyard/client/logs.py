@@ -15,13 +15,16 @@ FOLLOW_WAIT_S = 10.0
 def iter_log_lines(
     read_page: PageReader, *, follow: bool = False, after: int = 0
 ) -> Iterator[LogLine]:
-    """Every line after the cursor. Without follow: stop once caught up. With follow: long-poll
-    for new lines until the master says the trial (or experiment) has ended and all is read."""
+    """Every line after the cursor. Without follow: stop once caught up (a page with no line
+    whose cursor stays put; a filtered page may hold none and still move it on). With follow:
+    long-poll for new lines until the master says the trial (or experiment) has ended and
+    all is read."""
     while True:
         page = read_page(after, FOLLOW_WAIT_S if follow else 0.0)
         yield from page.lines
+        moved = page.next_after > after
         after = max(after, page.next_after)
-        if page.done or (not follow and not page.lines):
+        if page.done or (not follow and not page.lines and not moved):
             return
 
 

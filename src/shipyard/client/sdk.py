@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from shipyard.client import checkpoints, experiments, master, trials, users
+from shipyard.client.handles import Experiment, Trial, TrialRef
 from shipyard.client.logs import iter_log_lines
 from shipyard.client.session import Session
 from shipyard.client.submit import submit_experiment
@@ -20,10 +23,12 @@ from shipyard.common.api import (
     MasterInfo,
     MetricSeries,
     SlotInfo,
-    TrialDetail,
     TrialListItem,
 )
+from shipyard.common.api_experiments import ExperimentDeleted
 from shipyard.common.api_users import WhoAmI
+
+__all__ = ["Experiment", "Shipyard", "Trial", "TrialRef"]
 
 
 class Shipyard:
@@ -60,12 +65,75 @@ class Shipyard:
         return master.list_slots(self.session)
 
     def create_experiment(
-        self, config_path: str | Path, context_dir: str | Path
-    ) -> ExperimentDetail:
-        return submit_experiment(self.session, config_path, context_dir)
+        self,
+        config_path: str | Path,
+        context_dir: str | Path,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        paused: bool = False,
+    ) -> Experiment:
+        """overrides: dotted paths to values, e.g. {"hyperparameters.lr": 0.1}, set in the
+        config first; paused: no trial starts until activate()."""
+        made = submit_experiment(
+            self.session, config_path, context_dir, overrides=overrides, paused=paused
+        )
+        return Experiment.fetch(self.session, made.id)
 
-    def get_experiment(self, experiment_id: int) -> ExperimentDetail:
-        return experiments.get_experiment(self.session, experiment_id)
+    def get_experiment(self, experiment_id: int) -> Experiment:
+        """The experiment (an ExperimentDetail) with top_checkpoint(), list_trials(),
+        wait() and to_dataframe()."""
+        return Experiment.fetch(self.session, experiment_id)
+
+    def fork_experiment(
+        self,
+        experiment_id: int,
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        config_yaml: str | None = None,
+        paused: bool = False,
+    ) -> Experiment:
+        """A new experiment from this one's config and code: config_yaml (whole or partial)
+        merged over its config, then overrides set. The original is not changed."""
+        made = experiments.fork_experiment(
+            self.session,
+            experiment_id,
+            overrides=overrides,
+            config_yaml=config_yaml,
+            paused=paused,
+        )
+        return Experiment.fetch(self.session, made.id)
+
+    def continue_experiment(
+        self, experiment_id: int, *, max_length: int | None = None, max_trials: int | None = None
+    ) -> ActionResult:
+        """Train an ended single, random or grid search further, in place (its trials
+        resume from their latest checkpoints; its records are kept)."""
+        return experiments.continue_experiment(
+            self.session, experiment_id, max_length=max_length, max_trials=max_trials
+        )
+
+    def set_experiment(
+        self,
+        experiment_id: int,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        add_labels: Sequence[str] = (),
+        remove_labels: Sequence[str] = (),
+    ) -> ExperimentSummary:
+        """Rename, describe, label (None and empty leave a field as it is)."""
+        return experiments.change_experiment(
+            self.session,
+            experiment_id,
+            name=name,
+            description=description,
+            add_labels=add_labels,
+            remove_labels=remove_labels,
+        )
+
+    def delete_experiment(self, experiment_id: int) -> ExperimentDeleted:
+        """Delete an ended experiment with its trials, metrics, logs and checkpoints."""
+        return experiments.delete_experiment(self.session, experiment_id)
 
     def experiment_summary(self, experiment_id: int) -> ExperimentOverview:
         """The experiment and its config, without its trials."""
@@ -77,10 +145,47 @@ class Shipyard:
         limit: int | None = None,
         state: str | None = None,
         archived: experiments.Archived = "false",
+        offset: int = 0,
+        labels: Sequence[str] = (),
+        user: str | None = None,
+        name: str | None = None,
     ) -> list[ExperimentSummary]:
-        """Newest first; archived: "false" hides archived ones, "true" only them, "all"."""
-        return experiments.list_experiments(
-            self.session, limit=limit, state=state, archived=archived
+        """Newest first; archived: "false" hides archived ones, "true" only them, "all";
+        labels: those with every one; user: the owner; name: a part of the name. The
+        master answers `limit` at most (100 by default): experiments_page() also says how
+        many there are in all."""
+        return self.experiments_page(
+            limit=limit,
+            state=state,
+            archived=archived,
+            offset=offset,
+            labels=labels,
+            user=user,
+            name=name,
+        ).items
+
+    def experiments_page(
+        self,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        state: str | None = None,
+        archived: experiments.Archived = "false",
+        labels: Sequence[str] = (),
+        user: str | None = None,
+        name: str | None = None,
+    ) -> experiments.ExperimentPage:
+        """One page of list_experiments, with `total` (all the filters select) and
+        `more` (past this page)."""
+        return experiments.list_experiments_page(
+            self.session,
+            limit=limit,
+            offset=offset,
+            state=state,
+            archived=archived,
+            labels=labels,
+            user=user,
+            name=name,
         )
 
     def wait(self, experiment_id: int, timeout: float | None = None) -> ExperimentDetail:
@@ -117,8 +222,11 @@ class Shipyard:
             self.session, experiment_id, name, group=group, max_points=max_points
         )
 
-    def trial(self, trial_id: int) -> TrialDetail:
-        return trials.get_trial(self.session, trial_id)
+    def trial(self, trial_id: int) -> Trial:
+        """The trial (a TrialDetail) with top_checkpoint() and checkpoints()."""
+        return Trial.fetch(self.session, trial_id)
+
+    get_trial = trial  # Determined's name
 
     def list_trials(
         self,

@@ -50,6 +50,13 @@ class Session:
     def get(self, path: str, *, params: dict | None = None, timeout_s: float | None = None) -> Any:
         return self._send("GET", path, params=_drop_none(params), timeout_s=timeout_s).json()
 
+    def get_with_headers(
+        self, path: str, *, params: dict | None = None
+    ) -> tuple[Any, httpx.Headers]:
+        """A GET's JSON body and its headers (e.g. a list's X-Total-Count)."""
+        response = self._send("GET", path, params=_drop_none(params))
+        return response.json(), response.headers
+
     def post(
         self,
         path: str,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import getpass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from shipyard.client.contexts import build_context, upload_context
+from shipyard.client.contexts import Progress, build_context, upload_context
 from shipyard.client.experiments import create_experiment
 from shipyard.client.session import Session
 from shipyard.common.api import CreateExperimentRequest, ExperimentDetail
@@ -38,20 +39,33 @@ def load_local_config(config_path: str | Path) -> ExperimentConfig:
 
 
 def submit_experiment(
-    session: Session, config_path: str | Path, context_dir: str | Path
+    session: Session,
+    config_path: str | Path,
+    context_dir: str | Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    paused: bool = False,
+    progress: Progress | None = None,
 ) -> ExperimentDetail:
-    """Everything that can be checked here is checked before anything is sent."""
-    from shipyard.common.config import validate_context
+    """Everything that can be checked here is checked before anything is sent.
+    overrides: dotted paths to values ({"hyperparameters.lr": 0.1}) set in the config first
+    (the config is then sent as YAML without its comments); paused: no trial starts until
+    the experiment is activated; progress: told the bytes of the code sent so far."""
+    from shipyard.common.config import load_config, validate_context
+    from shipyard.common.config.overrides import overridden_text
 
-    config = load_local_config(config_path)
+    name = Path(config_path).name
+    text = overridden_text(read_config_text(config_path), name, overrides or {})
+    config = load_config(text, name)
     archive = build_context(context_dir)
     validate_context(config, archive.files)
-    uploaded = upload_context(session, archive.data)
+    uploaded = upload_context(session, archive.data, progress=progress)
     request = CreateExperimentRequest(
-        config_yaml=read_config_text(config_path),
+        config_yaml=text,
         context_id=uploaded.id,
-        config_file=Path(config_path).name,
+        config_file=name,
         owner=login_name(),
+        paused=paused,
     )
     return create_experiment(session, request)
 

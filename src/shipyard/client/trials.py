@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from shipyard.client.session import Session
-from shipyard.common.api import LogPage, MetricSeries, TrialDetail, TrialListItem
+from shipyard.common.api import ActionResult, LogPage, MetricSeries, TrialDetail, TrialListItem
 
 
 def list_trials(
@@ -26,6 +27,12 @@ def get_trial(session: Session, trial_id: int) -> TrialDetail:
     return TrialDetail.model_validate(session.get(f"/trials/{trial_id}"))
 
 
+def kill_trial(session: Session, trial_id: int) -> ActionResult:
+    """Kill one trial: it ends CANCELED, its experiment goes on. A running trial's state is
+    still RUNNING in the answer, until its process has exited."""
+    return ActionResult.model_validate(session.post(f"/trials/{trial_id}/kill"))
+
+
 def get_trial_logs(
     session: Session,
     trial_id: int,
@@ -34,9 +41,23 @@ def get_trial_logs(
     limit: int = 1000,
     wait_s: float = 0,
     rank: int | None = None,
+    tail: int | None = None,
+    since: datetime | None = None,
+    grep: str | None = None,
 ) -> LogPage:
-    """One page of the trial's log lines; `rank`: only that rank's."""
-    params = {"after": after, "limit": limit, "wait_s": wait_s, "rank": rank}
+    """One page of the trial's log lines; `rank`: only that rank's; `since`: only those
+    received since then; `grep`: only those containing this text; `tail`: the last lines
+    (next_after is then the newest line's). The master filters: a page may hold no line and
+    still move next_after on."""
+    params = {
+        "after": after,
+        "limit": limit,
+        "wait_s": wait_s,
+        "rank": rank,
+        "tail": tail,
+        "since": since.isoformat() if since is not None else None,
+        "grep": grep,
+    }
     data = session.get(
         f"/trials/{trial_id}/logs", params=params, timeout_s=wait_s + session.timeout_s
     )

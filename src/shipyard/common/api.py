@@ -61,6 +61,7 @@ class CreateExperimentRequest(BaseModel):
         description="ignored: the owner is the user whose token submits it (older "
         "clients sent their login name here)",
     )
+    paused: bool = Field(False, description="create it paused: no trial starts until activate")
 
 
 class PreviewSearchRequest(BaseModel):
@@ -173,6 +174,7 @@ class ExperimentSummary(BaseModel):
     created_at: datetime
     ended_at: datetime | None = None
     archived: bool = False  # hidden from lists unless asked for (only ended ones)
+    forked_from: int | None = None  # the experiment it was forked from (`experiment fork`)
 
 
 class ExperimentDetail(ExperimentSummary):

@@ -55,9 +55,10 @@ CLUSTER_ACTIONS = frozenset(
 DESCRIPTIONS: dict[Action, str] = {
     Action.VIEW: "see the workspace, its projects, experiments, trials, metrics, logs, "
     "checkpoints, jobs, secret names and role bindings",
-    Action.CREATE_EXPERIMENT: "submit experiments to the workspace's projects",
-    Action.EDIT_OWN_EXPERIMENT: "pause, activate, kill, archive, move or change the "
-    "resources of an experiment one submitted",
+    Action.CREATE_EXPERIMENT: "submit experiments to the workspace's projects (and fork "
+    "there any experiment one sees)",
+    Action.EDIT_OWN_EXPERIMENT: "pause, activate, kill, continue, archive, move, delete, "
+    "rename, describe, label or change the resources of an experiment one submitted",
     Action.EDIT_ANY_EXPERIMENT: "the same on every experiment of the workspace",
     Action.CREATE_PROJECT: "create projects in the workspace",
     Action.EDIT_PROJECT: "rename, describe, archive and unarchive the workspace's projects",

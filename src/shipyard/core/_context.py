@@ -103,10 +103,18 @@ class Context:
                 hook()
 
 
-def make_context(*, master: str | None, hparams: dict[str, Any] | None) -> Context:
+def make_context(
+    *,
+    master: str | None,
+    hparams: dict[str, Any] | None,
+    distributed: DistributedContext | None = None,
+) -> Context:
+    """``distributed``: this process's connection to the other ranks, when the caller made
+    it already (a rank has one; Determined's shim makes it before ``init``)."""
     master = master or env_str("SHIPYARD_MASTER")
     info = info_from_env(master=master, hparams=hparams)
-    distributed = make_distributed()
+    if distributed is None:
+        distributed = make_distributed()
     try:
         if distributed.size > 1 and not distributed.is_chief:
             context = _worker_context(info, distributed)

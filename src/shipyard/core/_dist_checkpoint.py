@@ -197,3 +197,14 @@ class DistributedCheckpoint:
 
     def read_metadata(self, uuid: str) -> dict[str, Any]:
         return self._inner.read_metadata(uuid)
+
+    def delete(self, uuid: str) -> None:
+        # Not a collective, and the chief's alone: only its context asks the master, which
+        # checks that no trial resumes from the checkpoint; another rank's would remove the
+        # files behind the master's back.
+        if self._dist.rank != 0:
+            raise InvalidRequest(
+                f"rank {self._dist.rank} cannot delete checkpoint {uuid}: only the chief "
+                "(rank 0) deletes checkpoints"
+            )
+        self._inner.delete(uuid)

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote
 
 from shipyard.common.errors import CheckpointWriteError, InvalidRequest
 from shipyard.core._retry import request_with_retry
@@ -60,6 +61,12 @@ class CheckpointContext(Protocol):
         ...
 
     def read_metadata(self, uuid: str) -> dict[str, Any]: ...
+
+    def delete(self, uuid: str) -> None:
+        """Delete a checkpoint of this experiment: its files, and with a master its record.
+        Not a collective: one rank calls it. The checkpoint a trial that may still run
+        resumes from is refused (Conflict)."""
+        ...
 
 
 class LocalCheckpoint:
@@ -126,6 +133,11 @@ class LocalCheckpoint:
     def read_metadata(self, uuid: str) -> dict[str, Any]:
         return self.storage.read_metadata(uuid)
 
+    def delete(self, uuid: str) -> None:
+        self.storage.delete(uuid)
+        if self._info.latest_checkpoint == uuid:
+            self._info.latest_checkpoint = None
+
     def _begin(self, uuid: str) -> None:
         """Before anything of checkpoint ``uuid`` is written."""
 
@@ -179,6 +191,12 @@ class MasterCheckpoint(LocalCheckpoint):
             self.storage.clear_writing(uuid)
         except OSError:  # harmless: the master skips the mark of a registered checkpoint
             pass
+
+    def delete(self, uuid: str) -> None:
+        # The master deletes the files (it checks first that no trial resumes from it) and
+        # its record; not retried: a resent DELETE would find it gone.
+        path = f"/api/v1/trials/{self._info.trial_id}/checkpoints/{quote(uuid, safe='')}"
+        self._http.request("DELETE", f"{path}?run_id={self._info.run_id}")
 
     def _begin(self, uuid: str) -> None:
         # Until it is registered, the master can tell whose unfinished checkpoint this is.

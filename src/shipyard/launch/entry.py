@@ -25,6 +25,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from shipyard.common.determined_shim import with_shim
 from shipyard.common.errors import ShipyardError
 from shipyard.common.files import write_private_files
 from shipyard.common.log_prefix import LAUNCHER
@@ -126,6 +127,7 @@ def _run_in_its_code(
     masker: Masker,
 ) -> int:
     cwd = None
+    with_shim(env)  # this node's install: `import determined` is Shipyard's shim
     context_id = env.get(CONTEXT_ENV)
     if context_id is not None:
         try:

@@ -112,6 +112,19 @@ class PopulationSearcher(Searcher):
         self._next_index = int(state["next_index"])
         self._trials = copy.deepcopy(state["trials"])
 
+    def reopen(self, request_ids: list[str]) -> list[TrialRequest]:
+        """Continue a search that ended (`experiment continue`): these trials train again
+        (from their checkpoints), and the new trials a larger total_trials allows are
+        asked for as the concurrency limit lets them start, now or as trials exit."""
+        for request_id in request_ids:
+            self._trial(request_id)["exit"] = None
+        self._shutdown_sent = False
+        return self._fill_free_slots()
+
+    def unstarted(self) -> int:
+        """Trials of total_trials not asked for yet."""
+        return max(self.total_trials - self._next_index, 0)
+
     # --- helpers ---------------------------------------------------------------------------
 
     def latest_metrics(self) -> dict[str, float | None]:

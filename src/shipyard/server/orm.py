@@ -88,6 +88,8 @@ class Context(Base):
 
 class Experiment(Base):
     __tablename__ = "experiments"
+    # SQLite: a deleted experiment's id is never given again (migration 0013).
+    __table_args__ = {"sqlite_autoincrement": True}
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"), index=True)
     # Migration 0010: the project's row (it was the config's free text before).
@@ -116,11 +118,18 @@ class Experiment(Base):
     # Who submitted it: the user's name (migration 0008 kept the client's login name;
     # since migration 0009, the authenticated user's). None: stored before, unknown.
     owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # Migration 0012: the experiment this one was forked from (no foreign key: deleting
+    # the original leaves its forks as they are).
+    forked_from: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Trial(Base):
     __tablename__ = "trials"
-    __table_args__ = (UniqueConstraint("experiment_id", "request_id"),)
+    __table_args__ = (
+        UniqueConstraint("experiment_id", "request_id"),
+        # SQLite: a deleted trial's id (its task tokens' key) is never given again (0013).
+        {"sqlite_autoincrement": True},
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))

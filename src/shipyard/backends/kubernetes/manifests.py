@@ -183,7 +183,8 @@ def _pod_spec(
     container = client.V1Container(
         name=CONTAINER,
         image=spec.image,
-        image_pull_policy=options.image_pull_policy,
+        # force_pull_image: Determined's option, as Kubernetes says it.
+        image_pull_policy="Always" if spec.force_pull_image else options.image_pull_policy,
         command=list(spec.argv),
         working_dir=spec.workdir or None,  # sharing nothing: the entry makes its own
         env=[

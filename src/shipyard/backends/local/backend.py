@@ -96,7 +96,7 @@ class LocalBackend(Backend, LogSource, RunsImages, OnTheMastersMachine):
         else:
             argv, env = spec.argv, dict(spec.env)
             gpus = [s.index for s in spec.slots if s.kind == "gpu"]
-            if gpus:
+            if gpus or not spec.slots:  # no slot (slots_per_trial 0): no GPU either
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpus)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(

@@ -9,7 +9,9 @@ Inside, the trial sees the host's paths: its working dir, the checkpoint storage
 experiment config are mounted where the environment says they are, and the master is on
 127.0.0.1 (``--network host``). The master's own ``shipyard`` package is mounted read-only
 and put on PYTHONPATH, so an image needs only a python3 (>= 3.11) for ``shipyard.core``.
-Images are never pulled: one missing locally is a launch error.
+Images are not pulled: one missing locally is a launch error. With
+environment.force_pull_image the run pulls it first (`run --pull always`, in the trial's
+output); the run then records the image's name, not an id the master cannot know yet.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import shipyard
 from shipyard.backends.base import Handle, TrialLaunchSpec
 from shipyard.backends.local.options import ContainersConfig
+from shipyard.common.determined_shim import with_shim
 from shipyard.common.masking import SECRETS_DIR_ENV, masked_names
 
 RUNTIMES = ("docker", "podman")
@@ -232,6 +235,7 @@ def container_env(spec: TrialLaunchSpec) -> dict[str, str]:
     them (its GPUs are numbered from 0)."""
     env = dict(spec.env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (SHIPYARD_LIB, env.get("PYTHONPATH")) if p)
+    with_shim(env, SHIPYARD_LIB)  # `import determined` is Shipyard's shim (docs/determined.md)
     gpus = [s for s in spec.slots if s.kind == "gpu"]
     if gpus:
         env["SHIPYARD_SLOT_IDS"] = ",".join(f"gpu{i}" for i in range(len(gpus)))
@@ -281,7 +285,7 @@ def run_options(
         "host",  # the master listens on 127.0.0.1
         "--init",  # a PID-1 Python without a SIGTERM handler still stops on SIGTERM
         "--pull",
-        "never",
+        "always" if spec.force_pull_image else "never",
         "--workdir",
         spec.workdir,
         "--env-file",
@@ -327,6 +331,17 @@ def write_env_file(env: Mapping[str, str], path: Path) -> dict[str, str]:
     return via_cli
 
 
+def image_to_run(runtime: ContainerRuntime, spec: TrialLaunchSpec) -> tuple[str, dict[str, str]]:
+    """The image reference `run` gets and what the run records of it: the local image's id
+    (exactly the image recorded, even if the tag moves), or with force_pull_image the name,
+    pulled by `run --pull always` itself (in the trial's output, not the master's thread)."""
+    assert spec.image is not None
+    if spec.force_pull_image:
+        return spec.image, {"runtime": runtime.name, "image": spec.image, "pull": "always"}
+    info = runtime.inspect_image(spec.image)
+    return info.id, image_environment(runtime.name, spec.image, info)
+
+
 def image_environment(runtime: str, image: str, info: ImageInfo) -> dict[str, str]:
     """What a run records of its image (Handle.ENVIRONMENT): `trial describe` shows it."""
     environment = {"runtime": runtime, "image": image, "image_id": info.id}
@@ -349,8 +364,7 @@ def prepare(
 ) -> ContainerLaunch:
     """Check the image, write the env file (mode 0600: values may be secrets) and build the
     command. Raises ContainerError with what to do."""
-    assert spec.image is not None
-    image = runtime.inspect_image(spec.image)
+    image_ref, environment = image_to_run(runtime, spec)
     mounts = ready_mounts(spec)
     env_file = Path(f"{exit_file}.env")
     via_cli = write_env_file(container_env(spec), env_file)
@@ -360,12 +374,11 @@ def prepare(
         spec,
         name=name,
         mounts=mounts,
-        image_ref=image.id,  # exactly the image recorded below, even if the tag moves
+        image_ref=image_ref,
         env_file=str(env_file),
         env_names=sorted(via_cli),
         extra_args=extra_args,
     )
-    environment = image_environment(runtime.name, spec.image, image)
     data = {
         "container": {"runtime": runtime.name, "name": name, "env_file": str(env_file)},
         Handle.ENVIRONMENT: environment,

@@ -28,6 +28,12 @@ MULTI_NODE_LAUNCHERS = (
     "shipyard.launch.torch_distributed",
     "shipyard.launch.tensorflow",
     "shipyard.launch.mpi",
+    # Determined's, which run Shipyard's (integrations/determined_compat)
+    "determined.launch.torch_distributed",
+    "determined.launch.deepspeed",
+    "determined.launch.tensorflow",
+    # entrypoint model_def:MyTrial: it starts itself under shipyard.launch.torch_distributed
+    "shipyard.integrations.determined_trial.run",
 )
 
 

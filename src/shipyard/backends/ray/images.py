@@ -25,7 +25,7 @@ from shipyard.backends.local.containers import (
     ContainerRuntime,
     container_env,
     container_name,
-    image_environment,
+    image_to_run,
     ready_mounts,
     run_argv,
     write_env_file,
@@ -51,15 +51,16 @@ def prepare(
     """On the master: what the actors need to run the spec's image (JSON), and what the run
     records of it (Handle.ENVIRONMENT). ContainerError says what to do."""
     assert spec.image is not None
-    info = _runtime(containers.engine_env, "master").inspect_image(spec.image)
+    image_ref, environment = image_to_run(_runtime(containers.engine_env, "master"), spec)
     for_nodes = {
-        "id": info.id,  # exactly the image recorded, even if the tag moves
+        "id": image_ref,  # the id recorded, or the name each node pulls (force_pull_image)
+        "force_pull": spec.force_pull_image,
         "name": container_name(spec),  # unique per master and run; each node adds its rank
         "extra_args": list(containers.extra_run_args),
         "engine_env": dict(containers.engine_env),
         "bind_mounts": spec.bind_mounts,
     }
-    return for_nodes, image_environment(RUNTIME, spec.image, info)
+    return for_nodes, environment
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def on_node(
         image=image["id"],
         log_path=str(run_file),
         bind_mounts=image["bind_mounts"],
+        force_pull_image=bool(image.get("force_pull")),
     )
     runtime = _runtime(image["engine_env"], "node")
     mounts = ready_mounts(node)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from shipyard.backends.base import signal_as_negative
 from shipyard.backends.ray import keeper, payload
+from shipyard.common.determined_shim import with_shim
 from shipyard.common.files import read_from, read_int, write_atomically
 from shipyard.common.ports import free_ports
 
@@ -87,6 +88,8 @@ class TrialRunner:
         argv = spec["argv"]
         if spec.get("image"):
             argv, env = self._in_image(spec, env, code_dir, base / f"run-{run}")
+        else:  # this node's install, which may not be where the master's is
+            with_shim(env)
         # Started and waited for by a thread of its own: the keeper's PR_SET_PDEATHSIG fires
         # when the thread that forked it ends, and Ray's call threads are not ours to keep.
         started = threading.Event()

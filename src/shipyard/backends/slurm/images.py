@@ -27,7 +27,7 @@ from shipyard.backends.local.containers import (
     ContainerRuntime,
     container_env,
     container_name,
-    image_environment,
+    image_to_run,
     ready_mounts,
     run_options,
     user_args,
@@ -68,7 +68,7 @@ def prepare(
             f"environment.image on a Slurm pool needs `{RUNTIME}` on the master's PATH too: "
             "the master looks up the image's id, which every node of the job then runs"
         )
-    info = runtime.inspect_image(spec.image)
+    image_ref, environment = image_to_run(runtime, spec)
     mounts = ready_mounts(spec)
     env = {k: v for k, v in container_env(spec).items() if not node_owned(k)}
     # Each node's share, as the container sees it: its CPUs, or its GPUs counted from 0.
@@ -86,10 +86,10 @@ def prepare(
     return JobImage(
         options=options,
         after=user_args(RUNTIME) + list(containers.extra_run_args),
-        image_id=info.id,
+        image_id=image_ref,  # the id, or the name each node pulls (force_pull_image)
         name=container_name(spec),
         cli_env={**containers.engine_env, **by_name},
-        environment=image_environment(RUNTIME, spec.image, info),
+        environment=environment,
     )
 
 

@@ -180,13 +180,41 @@ class AzureStorage(_CloudStorage):
     credential: str | None = None
 
 
+RETENTION_FIELDS = tuple(Retention.model_fields)
+
+
+class DefaultStorage(Retention):
+    """Determined's partial form: `checkpoint_storage` without `type`, only retention
+    numbers. It stands for the master's default storage with these numbers; the master
+    stores the merged storage (ExperimentConfig.with_default_storage)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_retention(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if not (k == "type" and v is None)}
+            for key in data:
+                if key not in RETENTION_FIELDS:
+                    raise invalid(
+                        f"without 'type', checkpoint_storage takes only "
+                        f"{', '.join(RETENTION_FIELDS)} (merged with the master's default "
+                        f"storage); got {key!r}: give 'type' ({', '.join(STORAGE_TYPES)}) "
+                        "to choose the storage",
+                        subpath=str(key),
+                    )
+        return data
+
+
 def _storage_type(raw: Any) -> str | None:
+    if isinstance(raw, dict) and raw.get("type") is None or isinstance(raw, DefaultStorage):
+        return "default"  # no type (`type:` with nothing after it means no type too)
     kind = raw.get("type") if isinstance(raw, dict) else getattr(raw, "type", None)
     return kind if kind in STORAGE_TYPES else None
 
 
 CheckpointStorage = Annotated[
-    Annotated[SharedFsStorage, Tag("shared_fs")]
+    Annotated[DefaultStorage, Tag("default")]
+    | Annotated[SharedFsStorage, Tag("shared_fs")]
     | Annotated[DirectoryStorage, Tag("directory")]
     | Annotated[S3Storage, Tag("s3")]
     | Annotated[GcsStorage, Tag("gcs")]

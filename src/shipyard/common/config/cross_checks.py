@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from shipyard.common.config.entrypoint import LAUNCHER_PACKAGE, launcher_of
 from shipyard.common.config.experiment import ExperimentConfig
 from shipyard.common.config.hyperparameters import (
     CategoricalHP,
@@ -19,7 +20,7 @@ Problem = tuple[str, str]
 
 
 def space_problems(cfg: ExperimentConfig) -> list[Problem]:
-    problems = _grid_problems(cfg)
+    problems = _grid_problems(cfg) + _zero_slot_problems(cfg)
     if isinstance(cfg.searcher, OptunaSearcher):
         problems += _optuna_problems(cfg)
     return problems
@@ -41,6 +42,21 @@ def _grid_problems(cfg: ExperimentConfig) -> list[Problem]:
                 (f"{path}.count", f"grid search needs a count for {hp.type} hyperparameter {path}")
             )
     return problems
+
+
+def _zero_slot_problems(cfg: ExperimentConfig) -> list[Problem]:
+    """A launcher starts one rank per slot: with none it would fail in every trial."""
+    launcher = launcher_of(cfg.entrypoint_argv())
+    if cfg.resources.slots_per_trial or launcher is None:
+        return []
+    return [
+        (
+            "resources.slots_per_trial",
+            f"the entrypoint starts {LAUNCHER_PACKAGE}{launcher[0]}, which runs one rank per "
+            "slot: give at least 1 slot, or run the script without the launcher for a "
+            "CPU-only trial (slots_per_trial: 0)",
+        )
+    ]
 
 
 def _power(base: float, exponent: float) -> float:

@@ -8,8 +8,11 @@ import shlex
 
 from shipyard.common.config._base import invalid, not_supported
 
-# Determined's Trial API form, "model_def:MyTrial": a module and a class, no command.
-_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+# Determined's Trial API form, "model_def:MyTrial": a module and a class, no command. A
+# trial runs it with TRIAL_RUNNER (which starts one rank per slot itself, as Determined's
+# harness does); the class is checked there (a TFKerasTrial or DeepSpeedTrial is refused).
+TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+TRIAL_RUNNER = ("python3", "-m", "shipyard.integrations.determined_trial.run")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _SHELLS = ("sh", "bash", "zsh")
 # Python options that take a value ("-W ignore", "-X dev").
@@ -19,18 +22,24 @@ LAUNCHER_PACKAGE = "shipyard.launch."
 LAUNCHERS = ("torch_distributed", "tensorflow", "mpi")
 # Each launcher's options that take a value, skipped to find the command it runs.
 _LAUNCHER_OPTIONS = {"torch_distributed": ("--nproc",), "tensorflow": ("--nproc", "--ps")}
+# Determined's launchers, which Shipyard's `determined` shim runs (docs/determined.md): each
+# maps onto one of Shipyard's, the name returned by launcher_of.
+DETERMINED_PACKAGE = "determined.launch."
+DETERMINED_LAUNCHERS = {
+    "torch_distributed": "torch_distributed",
+    "deepspeed": "torch_distributed",
+    "tensorflow": "tensorflow",
+}
+# Runs its command once (Shipyard's launchers prefix each rank's lines already).
+_WRAP_RANK = "wrap_rank"
 
 
 def check_entrypoint(value: str | list[str]) -> str | list[str]:
     if isinstance(value, str):
         if not value.strip():
             raise invalid("the entrypoint is empty; give a command like 'python3 train.py'")
-        if _TRIAL_CLASS.match(value.strip()):
-            raise not_supported(
-                f"the Trial API entrypoint {value!r} is not supported yet: Shipyard runs Core "
-                "API scripts; wrap the trial in a script and give its command, like "
-                "'python3 train.py'"
-            )
+        if TRIAL_CLASS.match(value.strip()):
+            return value.strip()  # Determined's PyTorchTrial: see TRIAL_RUNNER
         try:
             args = shlex.split(value)
         except ValueError as exc:
@@ -46,6 +55,7 @@ def check_entrypoint(value: str | list[str]) -> str | list[str]:
 def _check_launcher(command: list[str]) -> None:
     """`python3 -m shipyard.launch.<name>` must name a launcher that exists and give it a
     command: otherwise every trial would fail at launch with Python's own error."""
+    _check_determined_launcher(command)
     found = launcher_of(command)
     if found is None:
         return
@@ -60,8 +70,57 @@ def _check_launcher(command: list[str]) -> None:
         )
 
 
-def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
-    """For `python3 [opts] -m shipyard.launch.<name> ARGS...`: (name, ARGS); else None."""
+def _check_determined_launcher(command: list[str]) -> None:
+    found = _module_of(command)
+    if found is None or not found[0].startswith(DETERMINED_PACKAGE):
+        return
+    name, rest = found[0][len(DETERMINED_PACKAGE) :], found[1]
+    known = ", ".join(DETERMINED_PACKAGE + n for n in (*DETERMINED_LAUNCHERS, _WRAP_RANK))
+    if name == "horovod":
+        raise not_supported(
+            "determined.launch.horovod is not supported yet: use python3 -m "
+            "shipyard.launch.mpi horovodrun ... (docs/distributed.md)"
+        )
+    if name not in DETERMINED_LAUNCHERS and name != _WRAP_RANK:
+        raise invalid(
+            f"there is no launcher {DETERMINED_PACKAGE}{name} in Shipyard; the ones it runs "
+            f"are: {known}"
+        )
+    run = _determined_command(name, rest)
+    if run is None:
+        raise invalid(
+            f"the launcher {DETERMINED_PACKAGE}{name} needs the command to run, like "
+            f"'python3 -m {DETERMINED_PACKAGE}{name} python3 train.py'"
+        )
+    if run[0] == "--trial":
+        instead = (
+            "a DeepSpeedTrial is not supported either: run a script that uses DeepSpeed "
+            "itself (with det.core for metrics and checkpoints)"
+            if name == "deepspeed"
+            else "give the class as the entrypoint ('model_def:MyTrial') or run a script"
+        )
+        raise not_supported(
+            f"{DETERMINED_PACKAGE}{name} --trial (a legacy Trial class) is not supported "
+            f"yet: {instead}"
+        )
+
+
+def _determined_command(name: str, args: list[str]) -> list[str] | None:
+    """The command a Determined launcher runs: torch_distributed and deepspeed take
+    `[OVERRIDES... --] CMD`, tensorflow `[--port N] [--] CMD`, wrap_rank `RANK CMD`."""
+    if name == _WRAP_RANK:
+        rest = [a for a in args if a != "--no-redirect-stdio"]
+        after_rank = rest[2:] if rest[1:2] == ["--"] else rest[1:]
+        return after_rank or None
+    if name == "tensorflow":
+        i = 2 if args[:1] == ["--port"] else 1 if args[:1] and args[0].startswith("--port=") else 0
+        rest = args[i:]
+        return (rest[1:] if rest[:1] == ["--"] else rest) or None
+    return (args[args.index("--") + 1 :] if "--" in args else args) or None
+
+
+def _module_of(command: list[str]) -> tuple[str, list[str]] | None:
+    """For `python3 [opts] -m MODULE ARGS...`: (MODULE, ARGS); else None."""
     if not command or not _PYTHON.match(posixpath.basename(command[0])):
         return None
     args = command[1:]
@@ -70,9 +129,7 @@ def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
         arg = args[i]
         if arg == "-m" or (arg.startswith("-m") and len(arg) > 2):
             module = args[i + 1] if arg == "-m" and i + 1 < len(args) else arg[2:]
-            if not module.startswith(LAUNCHER_PACKAGE):
-                return None
-            return module[len(LAUNCHER_PACKAGE) :], args[i + (2 if arg == "-m" else 1) :]
+            return module, args[i + (2 if arg == "-m" else 1) :]
         if arg in _PY_OPTS_WITH_VALUE:
             i += 2
         elif arg.startswith("-") and arg != "-":
@@ -80,6 +137,23 @@ def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
         else:
             return None
     return None
+
+
+def launcher_of(command: list[str]) -> tuple[str, list[str]] | None:
+    """For `python3 [opts] -m shipyard.launch.<name> ARGS...`: (name, ARGS); for one of
+    Determined's launchers, the name of Shipyard's it runs and ARGS as that one takes them
+    (`-- CMD`); else None."""
+    found = _module_of(command)
+    if found is None:
+        return None
+    module, args = found
+    if module.startswith(DETERMINED_PACKAGE):
+        name = DETERMINED_LAUNCHERS.get(module[len(DETERMINED_PACKAGE) :])
+        run = _determined_command(module[len(DETERMINED_PACKAGE) :], args)
+        return None if name is None or run is None else (name, ["--", *run])
+    if not module.startswith(LAUNCHER_PACKAGE):
+        return None
+    return module[len(LAUNCHER_PACKAGE) :], args
 
 
 def _launcher_command(name: str, args: list[str]) -> list[str] | None:
@@ -100,6 +174,8 @@ def _launcher_command(name: str, args: list[str]) -> list[str] | None:
 
 
 def argv(value: str | list[str]) -> list[str]:
+    if isinstance(value, str) and TRIAL_CLASS.match(value.strip()):
+        return [*TRIAL_RUNNER, value.strip()]
     return shlex.split(value) if isinstance(value, str) else list(value)
 
 
@@ -135,6 +211,9 @@ def script_of(command: list[str]) -> str | None:
     launcher = launcher_of(command)
     if launcher is not None:  # the script is the one the launcher runs on every slot
         return script_of(_launcher_command(*launcher) or [])
+    module = _module_of(command)
+    if module is not None and module[0] == DETERMINED_PACKAGE + _WRAP_RANK:
+        return script_of(_determined_command(_WRAP_RANK, module[1]) or [])
     program = posixpath.basename(command[0])
     if _PYTHON.match(program):
         return _python_script(command[1:])

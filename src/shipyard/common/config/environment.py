@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from shipyard.common.config._base import StrictModel, describe, invalid, not_supported
 
@@ -70,6 +70,7 @@ class EnvironmentConfig(StrictModel):
     )
     # Recorded, and used by container backends; the local backend runs without an image.
     image: str | DeviceImages | None = None
+    # Pull the image before every run (Determined's option); else a run uses the local copy.
     force_pull_image: bool = False
     registry_auth: dict[str, Any] | None = None
     pod_spec: dict[str, Any] | None = None
@@ -86,12 +87,17 @@ class EnvironmentConfig(StrictModel):
             )
         return value
 
-    @field_validator("force_pull_image")
-    @classmethod
-    def _no_pull(cls, value: bool) -> bool:
-        if value:
-            raise not_supported("force_pull_image is not supported yet; remove it")
-        return value
+    @model_validator(mode="after")
+    def _pull_needs_image(self) -> EnvironmentConfig:
+        # Determined pulls its default image; Shipyard has none: a trial without an image
+        # runs as a process on the node, and there is nothing to pull.
+        if self.force_pull_image and self.image is None:
+            raise invalid(
+                "force_pull_image pulls environment.image before every run, and no image is "
+                "set: set environment.image, or remove force_pull_image",
+                subpath="force_pull_image",
+            )
+        return self
 
     @field_validator(
         "registry_auth", "pod_spec", "add_capabilities", "drop_capabilities", "proxy_ports"

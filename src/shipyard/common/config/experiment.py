@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+import posixpath
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, field_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, field_validator, model_validator
 
 from shipyard.common.config import entrypoint as entry
 from shipyard.common.config._base import Period, StrictModel, describe, invalid, not_supported
-from shipyard.common.config.checkpoint import CheckpointStorage, Retention
+from shipyard.common.config.checkpoint import (
+    CheckpointStorage,
+    DefaultStorage,
+    Retention,
+    SharedFsStorage,
+)
 from shipyard.common.config.environment import BindMount, EnvironmentConfig
 from shipyard.common.config.hyperparameters import Hyperparameter, space_of
 from shipyard.common.config.ignored import IGNORED_DEFAULTS, check_ignored
@@ -62,6 +68,8 @@ class ExperimentConfig(StrictModel):
     trial_time_limit: int | None = Field(default=None, ge=1)
     min_validation_period: Period | None = None
     min_checkpoint_period: Period | None = None
+    # Determined's: a PyTorchTrial (entrypoint model_def:MyTrial) validates before training.
+    perform_initial_validation: bool = False
     data: dict[str, Any] = Field(default_factory=dict)
     reproducibility: Reproducibility = Field(default_factory=Reproducibility)
     records_per_epoch: int | None = Field(default=None, ge=0)
@@ -72,7 +80,6 @@ class ExperimentConfig(StrictModel):
     profiling: Any = None
     optimizations: Any = None
     scheduling_unit: Any = None
-    perform_initial_validation: Any = None
     debug: Any = None
     log_policies: Any = None
     integrations: Any = None
@@ -85,6 +92,34 @@ class ExperimentConfig(StrictModel):
     log_retention_days: Any = None
 
     _positions: Positions = PrivateAttr(default_factory=Positions)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trial_class_time(cls, data: Any) -> Any:
+        """``entrypoint: model_def:MyTrial`` with the searcher's length in epochs or records
+        (max_length, or pbt's length_per_round) counts it as Determined does: the trial's
+        validations report that unit (``epochs``, ``records``), so the searcher's length
+        becomes ``time_metric`` with ``max_time``. Else the master would compare it with
+        steps_completed, which are batches."""
+        if not isinstance(data, dict) or not isinstance(data.get("searcher"), dict):
+            return data
+        entrypoint, searcher = data.get("entrypoint"), data["searcher"]
+        if not (isinstance(entrypoint, str) and entry.TRIAL_CLASS.match(entrypoint.strip())):
+            return data
+        if searcher.get("time_metric") is not None or searcher.get("max_time") is not None:
+            return data
+        pbt = searcher.get("name") == "pbt"
+        length = searcher.get("length_per_round" if pbt else "max_length")
+        if not (isinstance(length, dict) and len(length) == 1):
+            return data
+        ((unit, value),) = length.items()
+        if unit not in ("epochs", "records") or type(value) is not int or value < 1:
+            return data  # the searcher's own checks report anything else
+        rewritten = {**searcher, "time_metric": unit}
+        if not pbt:  # pbt's length_per_round counts the time_metric as it is
+            del rewritten["max_length"]
+            rewritten["max_time"] = value
+        return {**data, "searcher": rewritten}
 
     @field_validator(*IGNORED_DEFAULTS)
     @classmethod
@@ -128,7 +163,28 @@ class ExperimentConfig(StrictModel):
     def checkpoint_base_path(self, default: str) -> str:
         """The absolute directory checkpoints go to; `default` when the config leaves it open."""
         storage = self.checkpoint_storage
-        return storage.base_path() if storage is not None else default  # type: ignore[union-attr]
+        if storage is None or isinstance(storage, DefaultStorage):
+            return default
+        return storage.base_path()  # type: ignore[union-attr]
+
+    def uses_default_storage(self) -> bool:
+        """Whether checkpoints go to the master's default storage (no type given)."""
+        return self.checkpoint_storage is None or isinstance(
+            self.checkpoint_storage, DefaultStorage
+        )
+
+    def with_default_storage(self, host_path: str) -> ExperimentConfig:
+        """Determined's merge: a checkpoint_storage without `type` (retention numbers only)
+        becomes the master's default storage, shared_fs at `host_path`, with those numbers.
+        Stored so, the config says where its checkpoints are."""
+        storage = self.checkpoint_storage
+        # A relative master home (SHIPYARD_HOME=rel) keeps the partial form, still valid.
+        if not isinstance(storage, DefaultStorage) or not posixpath.isabs(host_path):
+            return self
+        merged = SharedFsStorage(type="shared_fs", host_path=host_path, **storage.model_dump())
+        out = self.model_copy(update={"checkpoint_storage": merged})
+        out._positions = self._positions
+        return out
 
     def retention(self) -> Retention:
         """How many checkpoints are kept (checkpoint_storage's save_* numbers)."""

@@ -28,7 +28,6 @@ IGNORED_DEFAULTS: dict[str, Any] = {
         "auto_tune_tensor_fusion": False,
     },
     "scheduling_unit": 100,
-    "perform_initial_validation": False,
     "debug": False,
     "log_policies": None,
     "integrations": None,
@@ -59,8 +58,19 @@ def _first_difference(value: Any, default: Any) -> str | None:
     return ""
 
 
+def _profiling_off(field: str, value: Any) -> bool:
+    """Profiling off (Determined's default): its other settings do nothing in Determined
+    either (its gpt_neox example keeps begin_on_batch with enabled: false)."""
+    return (
+        field == "profiling" and isinstance(value, dict) and value.get("enabled") in (False, None)
+    )
+
+
 def check_ignored(field: str, value: Any) -> Any:
-    where = _first_difference(value, IGNORED_DEFAULTS[field])
+    default = IGNORED_DEFAULTS[field]
+    if _profiling_off(field, value):
+        default = {**default, **{k: v for k, v in value.items() if k in default}}
+    where = _first_difference(value, default)
     if where is None:
         return value
     name = f"{field}.{where}" if where else field

@@ -12,7 +12,9 @@ DEFAULT_POOL = "default"
 
 
 class ResourcesConfig(StrictModel):
-    slots_per_trial: int = Field(default=1, ge=1)
+    # 0: Determined's CPU-only trial. It holds no slot and sees no GPU; it runs on the
+    # master's machine (local pools), bounded by the searcher's max_concurrent_trials.
+    slots_per_trial: int = Field(default=1, ge=0)
     max_slots: int | None = Field(default=None, ge=1)
     # Determined's scale: 1..99, smaller runs first, 42 by default.
     priority: int = Field(default=42, ge=1, le=99)

@@ -5,13 +5,23 @@
     with shipyard.core.init() as ctx:
         Trainer(MyTrial(ctx), ctx).fit(max_length=Epochs(3), validation_period=Batches(100))
 
-See docs/trainer.md.
+A ManualTrial calls backward and steps its optimizers itself (several models and
+optimizers). See docs/trainer.md.
 """
 
 from __future__ import annotations
 
+from shipyard.integrations.torch._manual import ManualOptimization, ManualTrial
 from shipyard.integrations.torch._trainer import Trainer
 from shipyard.integrations.torch._trial import Trial
 from shipyard.integrations.torch._units import Batches, Epochs, Records
 
-__all__ = ["Batches", "Epochs", "Records", "Trainer", "Trial"]
+__all__ = [
+    "Batches",
+    "Epochs",
+    "ManualOptimization",
+    "ManualTrial",
+    "Records",
+    "Trainer",
+    "Trial",
+]

@@ -4,7 +4,8 @@ validation set; averaged over every rank when there are several."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -12,7 +13,6 @@ import torch.distributed as dist
 from torch import nn
 
 from shipyard.integrations.torch._data import batch_size_of, to_device
-from shipyard.integrations.torch._trial import Trial
 
 
 def loss_of(out: Any, name: str) -> torch.Tensor:
@@ -63,50 +63,49 @@ def training_means(
 
 
 def validation_means(
-    trial: Trial,
-    model: nn.Module,
+    evaluate: Callable[[Any, Any], Mapping[str, Any]],
+    models: list[nn.Module],
     loader: Iterable[Any],
     *,
     device: torch.device,
     amp_dtype: torch.dtype | None,
     world: int,
     name: str,
+    with_index: bool = False,
+    move_batches: bool = True,
 ) -> dict[str, float]:
-    """Each metric of ``evaluate_batch`` averaged over the whole validation set (every
-    rank's share of it), weighted by batch size. The model is in eval mode meanwhile."""
+    """Each metric of ``evaluate(batch, models[0])`` (``with_index``: ``evaluate(batch,
+    batch_idx)``) averaged over the whole validation set (every rank's share of it),
+    weighted by batch size. The models are in eval mode meanwhile. ``move_batches``
+    False: the batches stay where the loader puts them."""
     sums: dict[str, torch.Tensor] = {}
     counts: dict[str, float] = {}
-    model.eval()
-    try:
-        with torch.no_grad():
-            for batch in loader:
-                n = batch_size_of(batch)
-                if device.type != "cpu":
-                    batch = to_device(batch, device)
-                if amp_dtype is None:
-                    out = trial.evaluate_batch(batch, model)
-                else:
-                    with torch.autocast(device.type, dtype=amp_dtype):
-                        out = trial.evaluate_batch(batch, model)
-                if not isinstance(out, Mapping):
-                    raise TypeError(
-                        f"{name}.evaluate_batch() must return a dict of metrics, "
-                        f"got {type(out).__name__}"
-                    )
-                for key, value in out.items():
-                    try:
-                        value = torch.as_tensor(value, dtype=torch.float64, device=device).reshape(
-                            ()
-                        )
-                    except (TypeError, ValueError, RuntimeError) as exc:
-                        raise ValueError(
-                            f"{name}.evaluate_batch(): metric {key!r} must be a "
-                            f"number or a one-element tensor ({exc})"
-                        ) from None
-                    sums[key] = sums[key] + value * n if key in sums else value * n
-                    counts[key] = counts.get(key, 0.0) + n
-    finally:
-        model.train()
+    with _eval_mode(models), torch.no_grad():
+        for index, batch in enumerate(loader):
+            n = batch_size_of(batch)
+            if move_batches and device.type != "cpu":
+                batch = to_device(batch, device)
+            second = index if with_index else models[0]
+            if amp_dtype is None:
+                out = evaluate(batch, second)
+            else:
+                with torch.autocast(device.type, dtype=amp_dtype):
+                    out = evaluate(batch, second)
+            if not isinstance(out, Mapping):
+                raise TypeError(
+                    f"{name}.evaluate_batch() must return a dict of metrics, "
+                    f"got {type(out).__name__}"
+                )
+            for key, value in out.items():
+                try:
+                    value = torch.as_tensor(value, dtype=torch.float64, device=device).reshape(())
+                except (TypeError, ValueError, RuntimeError) as exc:
+                    raise ValueError(
+                        f"{name}.evaluate_batch(): metric {key!r} must be a "
+                        f"number or a one-element tensor ({exc})"
+                    ) from None
+                sums[key] = sums[key] + value * n if key in sums else value * n
+                counts[key] = counts.get(key, 0.0) + n
     keys = sorted(sums)
     if world > 1:
         gathered: list[Any] = [None] * world
@@ -128,3 +127,51 @@ def validation_means(
         k: values[i] / values[n_keys + i] if values[n_keys + i] else float("nan")
         for i, k in enumerate(keys)
     }
+
+
+@contextlib.contextmanager
+def _eval_mode(models: list[nn.Module]) -> Iterator[None]:
+    for model in models:
+        model.eval()
+    try:
+        yield
+    finally:
+        for model in models:
+            model.train()
+
+
+def full_dataset_metrics(
+    evaluate: Callable[[Any], Mapping[str, Any]],
+    models: list[nn.Module],
+    loader: Any,
+    *,
+    chief: bool,
+    world: int,
+    name: str,
+) -> dict[str, float]:
+    """``evaluate(loader)`` on the chief (the whole validation set), in eval mode and
+    without gradients; the other ranks receive its metrics."""
+    metrics: dict[str, float] | None = None
+    if chief:
+        with _eval_mode(models), torch.no_grad():
+            out = evaluate(loader)
+        if not isinstance(out, Mapping):
+            raise TypeError(
+                f"{name}.evaluate_full_dataset() must return a dict of metrics, got "
+                f"{type(out).__name__}"
+            )
+        metrics = {}
+        for key, value in out.items():
+            try:
+                metrics[key] = float(torch.as_tensor(value, dtype=torch.float64).reshape(()))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise ValueError(
+                    f"{name}.evaluate_full_dataset(): metric {key!r} must be a number or a "
+                    f"one-element tensor ({exc})"
+                ) from None
+    if world > 1:
+        box = [metrics]
+        dist.broadcast_object_list(box, src=0)
+        metrics = box[0]
+    assert metrics is not None
+    return metrics

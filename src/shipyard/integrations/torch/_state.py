@@ -2,7 +2,8 @@
 
 A checkpoint directory holds files that load with plain ``torch.load`` (weights_only):
 model.pt (the model's state_dict), optimizer.pt, lr_scheduler.pt and grad_scaler.pt when
-there are ones, and trainer_state.pt (position in the data, random states).
+there are ones, and trainer_state.pt (position in the data, random states). A manual trial's
+second model is model_1.pt, and so on; its other stateful objects are state.pt, state_1.pt...
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ OPTIMIZER_FILE = "optimizer.pt"
 SCHEDULER_FILE = "lr_scheduler.pt"
 SCALER_FILE = "grad_scaler.pt"
 STATE_FILE = "trainer_state.pt"
+EXTRA_FILE = "state.pt"  # a manual trial's other objects with a state_dict
 
 
 def capture_rng(generators: list[torch.Generator], *, full: bool = True) -> dict[str, Any]:
@@ -79,21 +81,49 @@ def restore_rng(state: dict[str, Any], generators: list[torch.Generator]) -> Non
         )
 
 
+def _file(name: str, index: int) -> str:
+    """The first object keeps the plain name (model.pt); the others are numbered (model_1.pt)."""
+    if index == 0:
+        return name
+    stem, dot, ext = name.partition(".")
+    return f"{stem}_{index}{dot}{ext}"
+
+
+def _objects(**groups: Any) -> list[tuple[str, Any]]:
+    """(file name, object) for each object of each group (a group: one object, None or a
+    list of them), in the order the trial registered them."""
+    files = {
+        "models": MODEL_FILE,
+        "optimizers": OPTIMIZER_FILE,
+        "schedulers": SCHEDULER_FILE,
+        "scalers": SCALER_FILE,
+        "extras": EXTRA_FILE,
+    }
+    out: list[tuple[str, Any]] = []
+    for group, objs in groups.items():
+        if objs is None:
+            continue
+        if not isinstance(objs, list):
+            objs = [objs]
+        out.extend((_file(files[group], i), obj) for i, obj in enumerate(objs))
+    return out
+
+
 def write_checkpoint(
     path: Path,
     *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    scaler: Any,
+    models: Any,
+    optimizers: Any,
+    schedulers: Any = None,
+    scalers: Any = None,
+    extras: Any = None,
     trainer_state: dict[str, Any],
 ) -> None:
-    torch.save(model.state_dict(), path / MODEL_FILE)
-    torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
-    if scheduler is not None:
-        torch.save(scheduler.state_dict(), path / SCHEDULER_FILE)
-    if scaler is not None:
-        torch.save(scaler.state_dict(), path / SCALER_FILE)
+    """Each group: one object, None, or a list (several models and optimizers)."""
+    for name, obj in _objects(
+        models=models, optimizers=optimizers, schedulers=schedulers, scalers=scalers, extras=extras
+    ):
+        torch.save(obj.state_dict(), path / name)
     torch.save({"format": FORMAT, **trainer_state}, path / STATE_FILE)
 
 
@@ -102,10 +132,11 @@ def read_checkpoint(
     uuid: str,
     *,
     device: torch.device,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    scaler: Any,
+    models: Any,
+    optimizers: Any,
+    schedulers: Any = None,
+    scalers: Any = None,
+    extras: Any = None,
 ) -> dict[str, Any]:
     """Load the checkpoint's states into the objects; return its trainer state."""
     if not (path / STATE_FILE).is_file():
@@ -119,13 +150,9 @@ def read_checkpoint(
             f"checkpoint {uuid}: {STATE_FILE} has format {state.get('format')!r}, this "
             f"Trainer reads format {FORMAT}"
         )
-    model.load_state_dict(torch.load(path / MODEL_FILE, map_location=device, weights_only=True))
-    optimizer.load_state_dict(
-        torch.load(path / OPTIMIZER_FILE, map_location=device, weights_only=True)
-    )
-    for obj, name in ((scheduler, SCHEDULER_FILE), (scaler, SCALER_FILE)):
-        if obj is None:
-            continue
+    for name, obj in _objects(
+        models=models, optimizers=optimizers, schedulers=schedulers, scalers=scalers, extras=extras
+    ):
         if not (path / name).is_file():
             raise ValueError(
                 f"checkpoint {uuid} has no {name}, but this trial has a "

@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import tarfile
 import threading
+from typing import Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from shipyard.common import api
 from shipyard.common.errors import NotFound
 from shipyard.server.auth.principal import Principal, current_user
+from shipyard.server.routers.auth import address
+from shipyard.server.routers.responses import json_response
 from shipyard.server.services import checkpoints
 from shipyard.server.state import MasterState, master
 from shipyard.storage import CheckpointStorage
@@ -17,12 +20,67 @@ router = APIRouter(tags=["checkpoints"])
 LINK_EXPIRY_S = 900  # long enough for a large file, short enough to be worth little if leaked
 
 
+@router.get(
+    "/checkpoints", operation_id="rank_checkpoints", response_model=list[api.CheckpointInfo]
+)
+def rank_checkpoints(
+    experiment_id: int | None = Query(None, description="an experiment's checkpoints"),
+    trial_id: int | None = Query(None, description="a trial's checkpoints"),
+    order: Literal["best", "latest"] = Query(
+        "best",
+        description="best: by the searcher's metric and its smaller_is_better (those without "
+        "a value last); latest: by step, the last first",
+    ),
+    limit: int = Query(1, ge=1, le=1000),
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> Response:
+    """The best (or latest) checkpoints of one experiment or one trial (give exactly one of
+    experiment_id and trial_id), deleted ones left out: `checkpoint download --best`."""
+    with m.db.read() as s:
+        return json_response(
+            checkpoints.ranked(
+                experiment_id=experiment_id,
+                trial_id=trial_id,
+                order=order,
+                limit=limit,
+                visible=p.sees,
+                session=s,
+            )
+        )
+
+
 @router.get("/checkpoints/{uuid}", operation_id="get_checkpoint", response_model=api.CheckpointInfo)
 def get_checkpoint(
     uuid: str, p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> api.CheckpointInfo:
     with m.db.read() as s:
         return checkpoints.info(checkpoints.get(uuid, session=s, visible=p.sees), session=s)
+
+
+@router.delete(
+    "/checkpoints/{uuid}", operation_id="delete_checkpoint", response_model=api.CheckpointInfo
+)
+def delete_checkpoint(
+    uuid: str,
+    request: Request,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> api.CheckpointInfo:
+    """Delete a checkpoint's files from its storage and mark it DELETED (the answer). 409 for
+    the checkpoint a trial that may still run resumes from, or when its storage fails to
+    delete the files (it is kept then: try again); 404 for one already deleted. Only its
+    owner (an editor) or a workspace admin may, as for its experiment. Audited."""
+    checkpoints.delete_as_user(
+        m.db,
+        uuid,
+        visible=p.sees,
+        grants=p.grants,
+        username=p.username,
+        address=address(request),
+    )
+    with m.db.read() as s:
+        return checkpoints.info(checkpoints.get(uuid, session=s), session=s)
 
 
 @router.get(

@@ -3,16 +3,19 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from shipyard.common import api, api_teams
+from shipyard.common import api, api_experiments, api_teams
 from shipyard.common.errors import InvalidRequest
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
+from shipyard.server.routers.auth import address
 from shipyard.server.routers.responses import json_list_response, json_response
 from shipyard.server.services import (
     checkpoints,
+    experiment_continue,
+    experiment_records,
     experiments,
     logs,
     metric_series,
@@ -24,6 +27,7 @@ from shipyard.server.state import MasterState, master
 from shipyard.server.workers.orchestrator import Reason
 
 router = APIRouter(tags=["experiments"])
+TOTAL_HEADER = "X-Total-Count"
 
 
 @router.post(
@@ -37,6 +41,12 @@ def create_experiment(
     p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> api.ExperimentDetail:
+    return _create(req, p, m)
+
+
+def _create(
+    req: api.CreateExperimentRequest, p: Principal, m: MasterState, forked_from: int | None = None
+) -> api.ExperimentDetail:
     cfg = experiments.load_checked(req, p.grants, m.db)
     with m.db.write() as s:
         exp = experiments.create(
@@ -48,6 +58,7 @@ def create_experiment(
             owner=p.username,
             grants=p.grants,
             session=s,
+            forked_from=forked_from,
         )
         exp_id = exp.id
     m.orchestrator.wake(Reason.EXPERIMENT)
@@ -58,7 +69,19 @@ def create_experiment(
 
 
 @router.get(
-    "/experiments", operation_id="list_experiments", response_model=list[api.ExperimentSummary]
+    "/experiments",
+    operation_id="list_experiments",
+    response_model=list[api.ExperimentSummary],
+    responses={
+        200: {
+            "headers": {
+                TOTAL_HEADER: {
+                    "description": "how many experiments the filters select in all",
+                    "schema": {"type": "integer"},
+                }
+            }
+        }
+    },
 )
 def list_experiments(
     state: str | None = None,
@@ -66,12 +89,19 @@ def list_experiments(
         "false", description="false: hide archived experiments; true: only those; all: both"
     ),
     limit: int = Query(100, ge=1, le=10_000),
+    offset: int = Query(0, ge=0, le=2**31, description="skip this many (newest first)"),
     workspace: str | None = Query(None, description="only this workspace's experiments"),
     project: str | None = Query(None, description="only this project's (with workspace)"),
+    label: list[str] = Query(
+        [], description="only those with this label (repeat it: those with every one)"
+    ),
+    user: str | None = Query(None, description="only those this user submitted"),
+    name: str | None = Query(None, description="only those whose name contains this (any case)"),
     p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
 ) -> Response:
-    """Those of the workspaces you see, newest first."""
+    """Those of the workspaces you see, newest first; the X-Total-Count header says how
+    many the filters select in all (a page is `limit` of them from `offset`)."""
     if project is not None and workspace is None:
         raise InvalidRequest(
             "a project is named within a workspace",
@@ -79,17 +109,22 @@ def list_experiments(
         )
     only = {"false": False, "true": True, "all": None}[archived]
     with m.db.read() as s:
-        return json_response(
-            experiments.list_summaries(
-                state=state,
-                archived=only,
-                limit=limit,
-                visible=p.sees,
-                workspace=workspace,
-                project=project,
-                session=s,
-            )
+        page, total = experiment_records.list_page(
+            state=state,
+            archived=only,
+            limit=limit,
+            offset=offset,
+            visible=p.sees,
+            workspace=workspace,
+            project=project,
+            labels=label,
+            user=user,
+            name=name,
+            session=s,
         )
+    response = json_response(page)
+    response.headers[TOTAL_HEADER] = str(total)
+    return response
 
 
 @router.get(
@@ -224,6 +259,105 @@ def move_experiment(
             exp, workspaces.get_project(ws, req.project, session=s), session=s
         )
         return api.ActionResult(id=exp.id, state=exp.state)
+
+
+@router.patch(
+    "/experiments/{exp_id}", operation_id="change_experiment", response_model=api.ExperimentSummary
+)
+def change_experiment(
+    exp_id: int,
+    req: api_experiments.ExperimentChange,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> Response:
+    """Rename it, describe it, add and remove labels (what people see; its config keeps
+    the values it was submitted with)."""
+    with m.db.write() as s:
+        exp = experiments.get(exp_id, session=s, visible=p.sees)
+        experiments.require_edit(exp, p.grants, p.username)
+        experiment_records.change(exp, req)
+        s.flush()
+        [summary] = views.experiment_summaries([exp], session=s)
+    return json_response(summary)
+
+
+@router.delete(
+    "/experiments/{exp_id}",
+    operation_id="delete_experiment",
+    response_model=api_experiments.ExperimentDeleted,
+)
+def delete_experiment(
+    exp_id: int,
+    request: Request,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> api_experiments.ExperimentDeleted:
+    """Delete an ended experiment with its trials, metrics, logs and checkpoints (their
+    files too); 409 while it runs. Nothing of another experiment is touched. It is
+    archived first, and stays so if its storage fails to delete a file (then try again).
+    Recorded in the audit log."""
+    deleted = experiment_records.delete_experiment(
+        m.db,
+        exp_id,
+        home=m.settings.home,
+        visible=p.sees,
+        grants=p.grants,
+        username=p.username,
+        address=address(request),
+    )
+    m.orchestrator.driver.searchers.forget(exp_id)  # its id may come back (SQLite)
+    return api_experiments.ExperimentDeleted(id=exp_id, checkpoints_deleted=deleted)
+
+
+@router.post(
+    "/experiments/{exp_id}/fork",
+    operation_id="fork_experiment",
+    response_model=api.ExperimentDetail,
+    status_code=201,
+)
+def fork_experiment(
+    exp_id: int,
+    req: api_experiments.ForkExperimentRequest,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> Response:
+    """A new experiment from this one's config (with req's changes) and code snapshot;
+    this one is not changed. Anyone who sees it may fork it into a workspace where they
+    may submit; if its checkpoint storage has a literal secret_key, only its owner or a
+    workspace admin may keep that key in the fork (403: give keys of your own)."""
+    with m.db.read() as s:
+        original = experiments.get(exp_id, session=s, visible=p.sees)
+        create_req = experiment_continue.fork_request(original, req)
+        experiment_continue.require_own_keys(original, create_req, p.grants, p.username)
+    return json_response(_create(create_req, p, m, forked_from=exp_id), status_code=201)
+
+
+@router.post(
+    "/experiments/{exp_id}/continue",
+    operation_id="continue_experiment",
+    response_model=api.ActionResult,
+)
+def continue_experiment(
+    exp_id: int,
+    req: api_experiments.ContinueExperimentRequest,
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> api.ActionResult:
+    """More training for an ended single, random or grid search, in place: its trials that
+    did not complete, and those a longer max_length lets train further, resume from their
+    latest checkpoints; max_trials adds trials to a random search. Its metrics,
+    checkpoints and trials are kept. 409 while it runs or when there is nothing to do."""
+    with m.db.write() as s:
+        exp = experiments.get(exp_id, session=s, visible=p.sees)
+        experiments.require_edit(exp, p.grants, p.username)
+        experiment_continue.continue_(exp, req, session=s)
+        result = api.ActionResult(id=exp.id, state=exp.state)
+        # Before the commit: a trial placed once it is committed reads the new config (a
+        # failed commit leaves the new one for an ended experiment, rewritten at the next
+        # continue).
+        experiment_continue.refresh_config_file(m.settings.home, exp_id, exp.config)
+    m.orchestrator.wake(Reason.EXPERIMENT)
+    return result
 
 
 @router.get(

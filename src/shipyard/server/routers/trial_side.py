@@ -67,6 +67,23 @@ def report_checkpoint(
     return {"uuid": uuid}
 
 
+@router.delete("/trials/{trial_id}/checkpoints/{uuid}", operation_id="delete_trial_checkpoint")
+def delete_trial_checkpoint(
+    trial_id: int,
+    uuid: str,
+    run_id: int = Query(..., description="The run asking: the trial's current one."),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
+) -> dict:
+    """Delete a checkpoint of the trial's experiment (Determined's checkpoint.delete): it
+    is marked DELETED, then its files go (if the storage fails, it is kept: 409). 409 for
+    one a trial that may still run resumes from, or from a run that is not the trial's
+    current one; 404 for one of another experiment or already deleted. Audited in the
+    name of the experiment's owner."""
+    trial_reports.delete_checkpoint(m.db, trial_id, grant.run(run_id), uuid)
+    return {"uuid": uuid}
+
+
 @router.post("/trials/{trial_id}/searcher/wait", operation_id="wait_for_searcher")
 def wait_for_searcher(
     trial_id: int,

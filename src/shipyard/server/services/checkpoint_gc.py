@@ -22,7 +22,9 @@ log = logging.getLogger(__name__)
 def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> list[str]:
     """Apply retention to one trial's checkpoints, or to the whole experiment's."""
     with db.read() as s:
-        exp = s.get_one(orm.Experiment, experiment_id)
+        exp = s.get(orm.Experiment, experiment_id)
+        if exp is None:  # deleted since it ended: its checkpoints went with it
+            return []
         doomed = [c.uuid for c in select_for_deletion(exp, trial_id=trial_id, session=s)]
         try:
             storage = checkpoint_storage.storage_of(exp)
@@ -42,7 +44,9 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
             deleted.append(uuid)
     with db.write() as s:
         for uuid in deleted:
-            s.get_one(orm.Checkpoint, uuid).state = DELETED
+            ckpt = s.get(orm.Checkpoint, uuid)
+            if ckpt is not None:  # gone with its experiment, deleted meanwhile
+                ckpt.state = DELETED
     return deleted
 
 

@@ -3,6 +3,9 @@ save_experiment_best). Files are written by the trial; the master records and de
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -10,10 +13,14 @@ from shipyard.common import api
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import checkpoint_storage, metrics, views
+from shipyard.server.auth.permissions import Grants
+from shipyard.server.db import Database
+from shipyard.server.services import audit, checkpoint_storage, experiments, metrics, views
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.workspaces import Visible, get_visible
 from shipyard.storage import CheckpointStorage
+
+log = logging.getLogger(__name__)
 
 COMPLETED, DELETED = "COMPLETED", "DELETED"
 
@@ -151,3 +158,178 @@ def select_for_deletion(
         )
     )
     return [c for c in ckpts if c.uuid not in keep]
+
+
+BEST, LATEST = "best", "latest"
+
+
+def ranked(
+    *,
+    experiment_id: int | None,
+    trial_id: int | None,
+    order: str,
+    limit: int,
+    visible: Visible,
+    session: Session,
+) -> list[api.CheckpointInfo]:
+    """An experiment's or a trial's checkpoints (not deleted ones), the best first (by its
+    searcher's metric and smaller_is_better; those without a value of it last, the latest
+    first among them) or the latest first (by step, then by time)."""
+    if (experiment_id is None) == (trial_id is None):
+        raise InvalidRequest("give exactly one of experiment_id and trial_id")
+    if trial_id is not None:
+        trial = get_visible(orm.Trial, trial_id, visible, session)
+        if trial is None:
+            raise NotFound(f"trial {trial_id} does not exist")
+        exp = session.get_one(orm.Experiment, trial.experiment_id)
+        found = list_for_trial(trial_id, session=session)
+    else:
+        found_exp = get_visible(orm.Experiment, experiment_id, visible, session)
+        if found_exp is None:
+            raise NotFound(f"experiment {experiment_id} does not exist")
+        exp = found_exp
+        found = list_for_experiment(exp.id, session=session)
+    latest_first = sorted(found, key=lambda c: (c.steps_completed, c.created_at), reverse=True)
+    if order == LATEST:
+        return latest_first[:limit]
+    searcher = config_of(exp).searcher
+    if not searcher.metric:
+        raise InvalidRequest(
+            f"experiment {exp.id}'s searcher has no single metric to rank checkpoints by: "
+            "ask for the latest instead"
+        )
+    sign = 1 if searcher.smaller_is_better else -1
+    scored = [c for c in latest_first if c.validation is not None]
+    scored.sort(key=lambda c: sign * c.validation)  # type: ignore[operator]  # stable sort
+    return (scored + [c for c in latest_first if c.validation is None])[:limit]
+
+
+def of_experiment(uuid: str, experiment_id: int, *, session: Session) -> orm.Checkpoint:
+    """Checkpoint `uuid` if it is one of the experiment's (what a trial of it may touch)."""
+    ckpt = session.get(orm.Checkpoint, uuid)
+    if ckpt is None or ckpt.experiment_id != experiment_id:
+        raise NotFound(f"checkpoint {uuid} does not exist in experiment {experiment_id}")
+    return ckpt
+
+
+def check_deletable(ckpt: orm.Checkpoint, *, session: Session) -> None:
+    """A checkpoint a user may delete: not deleted already, and not the one a trial that may
+    still run resumes from (its own latest, or a PBT child's parent's): that trial would
+    restart from nothing, or fail. Kill the trial, or wait for it to end, then delete it."""
+    if ckpt.state != COMPLETED:
+        raise NotFound(f"checkpoint {ckpt.uuid} has already been deleted")
+    users = list(
+        session.scalars(
+            select(orm.Trial.id).where(
+                orm.Trial.latest_checkpoint == ckpt.uuid,
+                orm.Trial.state.not_in([st.value for st in TrialState if st.terminal]),
+            )
+        )
+    )
+    if users:
+        which = ", ".join(str(t) for t in sorted(users))
+        raise Conflict(
+            f"checkpoint {ckpt.uuid} is the one trial {which} resumes from, and it may still "
+            "run: kill the trial or wait for it to end, then delete the checkpoint"
+        )
+
+
+def delete(
+    db: Database,
+    uuid: str,
+    find: Callable[[Session], orm.Checkpoint],
+    *,
+    actor: str,
+    address: str = "",
+    **detail: object,
+) -> None:
+    """Delete a checkpoint a user or a trial asked to delete (`find` returns it from a
+    session, checking the caller may: NotFound or Forbidden otherwise). In one write
+    transaction it is checked deletable and marked DELETED (its trials' latest_checkpoint
+    moved off it), so nothing resumes from it or downloads it while its files go; then its
+    files are deleted, with no transaction open (an object store may take seconds). If the
+    storage fails, it is COMPLETED again (409: try again). A deletion is audited."""
+    with db.read() as s:  # a storage's keys from secrets are opened outside a write
+        storage = storage_of(find(s), session=s)
+    with db.write() as s:
+        ckpt = find(s)
+        check_deletable(ckpt, session=s)
+        moved = mark_deleted(uuid, session=s)
+        experiment_id, trial_id = ckpt.experiment_id, ckpt.trial_id
+    try:
+        delete_files(uuid, storage)
+    except Conflict:
+        with db.write() as s:
+            _restore(uuid, moved, session=s)
+        raise
+    with db.write() as s:
+        audit.record(
+            "checkpoint.delete",
+            actor=actor,
+            target=f"checkpoint:{uuid}",
+            address=address,
+            session=s,
+            experiment=experiment_id,
+            trial=trial_id,
+            **detail,
+        )
+
+
+def delete_as_user(
+    db: Database, uuid: str, *, visible: Visible, grants: Grants, username: str, address: str
+) -> None:
+    """`checkpoint delete`: as `delete`, by its experiment's owner (an editor) or an admin
+    of its workspace (Forbidden otherwise; NotFound for one the user does not see)."""
+
+    def find(session: Session) -> orm.Checkpoint:
+        ckpt = get(uuid, session=session, visible=visible)
+        exp = experiments.get(ckpt.experiment_id, session=session)
+        experiments.require_edit(exp, grants, username)
+        return ckpt
+
+    delete(db, uuid, find, actor=username, address=address)
+
+
+def delete_files(uuid: str, storage: CheckpointStorage) -> None:
+    """Remove a checkpoint's files; call it with no transaction open (an object store may
+    take seconds). A storage that fails is a Conflict: the checkpoint stays recorded, and
+    deleting it again may succeed."""
+    try:
+        storage.delete(uuid)
+    except OSError as exc:
+        log.warning("could not delete checkpoint %s: %s", uuid, exc)
+        raise Conflict(
+            f"could not delete checkpoint {uuid}'s files from its storage ({exc}); "
+            "it is still recorded: try again"
+        ) from None
+
+
+def mark_deleted(uuid: str, *, session: Session) -> dict[int, str | None]:
+    """Record that the checkpoint's files are gone. A trial whose latest checkpoint it was
+    points at its latest one left (or none), so nothing offers it for restore again.
+    Returns those trials' ids and what they point at now."""
+    ckpt = session.get_one(orm.Checkpoint, uuid)
+    ckpt.state = DELETED
+    session.flush()
+    moved: dict[int, str | None] = {}
+    for trial in session.scalars(select(orm.Trial).where(orm.Trial.latest_checkpoint == uuid)):
+        trial.latest_checkpoint = moved[trial.id] = session.scalar(
+            select(orm.Checkpoint.uuid)
+            .where(orm.Checkpoint.trial_id == trial.id, orm.Checkpoint.state == COMPLETED)
+            .order_by(orm.Checkpoint.steps_completed.desc(), orm.Checkpoint.created_at.desc())
+            .limit(1)
+        )
+    return moved
+
+
+def _restore(uuid: str, moved: dict[int, str | None], *, session: Session) -> None:
+    """Undo mark_deleted after the storage kept the files: the checkpoint is COMPLETED
+    again, and the trials moved off it point at it again (unless they moved on since)."""
+    ckpt = session.get(orm.Checkpoint, uuid)
+    if ckpt is None:  # its experiment was deleted meanwhile
+        return
+    ckpt.state = COMPLETED
+    for trial_id, now in moved.items():
+        trial = session.get(orm.Trial, trial_id)
+        if trial is not None and trial.latest_checkpoint == now:
+            trial.latest_checkpoint = uuid

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, defer
+from sqlalchemy.orm import Session
 
 from shipyard.backends.base import NeedsImage, RunsImages
 from shipyard.backends.registry import backend_class, types_with
@@ -25,7 +25,7 @@ from shipyard.server import orm
 from shipyard.server.auth.permissions import Action, Grants
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
-from shipyard.server.pools import Pool
+from shipyard.server.pools import Pool, on_the_masters_machine
 from shipyard.server.services import (
     checkpoint_storage,
     lifecycle,
@@ -38,7 +38,7 @@ from shipyard.server.services import secrets as workspace_secrets
 from shipyard.server.services.contexts import get_context
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
-from shipyard.server.services.workspaces import Visible, get_visible, within
+from shipyard.server.services.workspaces import Visible, get_visible
 
 
 def load_checked(
@@ -71,6 +71,7 @@ def create(
     owner: str,
     grants: Grants,
     session: Session,
+    forked_from: int | None = None,
 ) -> orm.Experiment:
     """Validate, record, and start the searcher: the first trials are queued in the same
     transaction, so they can launch the moment it commits. The owner is who submits it
@@ -85,7 +86,10 @@ def create(
     _check_lengths(cfg)
     pool = _pool_for(cfg.resources, pools, default_pool)
     _check_image_runs_in(pools[pool], cfg)
+    _check_zero_slots_run_in(pools[pool], cfg)
     _check_runs_without_the_masters_disk(pools[pool], cfg, default_checkpoint_base)
+    # Determined's partial checkpoint_storage: stored merged, so the config says where.
+    cfg = cfg.with_default_storage(default_checkpoint_base)
     seed = cfg.reproducibility.experiment_seed
     if seed is None:
         seed = secrets.randbelow(2**31)
@@ -98,12 +102,13 @@ def create(
         config=cfg.to_json_dict(),
         config_yaml=req.config_yaml,
         context_id=req.context_id,
-        state=ExperimentState.ACTIVE,
+        state=ExperimentState.PAUSED if req.paused else ExperimentState.ACTIVE,
         seed=seed,
         checkpoint_base=cfg.checkpoint_base_path(default_checkpoint_base),
         priority=cfg.resources.priority,
         resource_pool=pool,
         owner=owner,
+        forked_from=forked_from,
     )
     session.add(exp)
     session.flush()
@@ -197,6 +202,24 @@ def _check_image_runs_in(pool: Pool, cfg: ExperimentConfig) -> None:
         )
 
 
+def _check_zero_slots_run_in(pool: Pool, cfg: ExperimentConfig) -> None:
+    """slots_per_trial 0 runs on the master's machine: an engine of its own (Ray, Slurm,
+    Kubernetes) places work by the slots it asks for, and would have no node for it."""
+    if cfg.resources.slots_per_trial or on_the_masters_machine(pool):
+        return
+    raise NotSupportedYet(
+        f"trials without slots are not supported yet in a {pool.type} pool",
+        [
+            {
+                "path": "resources.slots_per_trial",
+                "message": f"resource pool {pool.name!r} is a {pool.type} pool: slots_per_trial "
+                "0 (a CPU-only trial holding no slot) runs only in pools on the master's "
+                "machine; not supported yet here: ask for 1 slot",
+            }
+        ],
+    )
+
+
 def _check_runs_without_the_masters_disk(pool: Pool, cfg: ExperimentConfig, default: str) -> None:
     """On a pool whose nodes share nothing with the master, nothing the trial needs may
     live only on the master's disk."""
@@ -246,43 +269,6 @@ def require_edit(exp: orm.Experiment, grants: Grants, username: str) -> None:
         f"experiment {exp.id} is {exp.owner or 'someone else'}'s: only its owner (an "
         "editor) or an admin of its workspace may change it"
     )
-
-
-def list_summaries(
-    *,
-    state: str | None,
-    archived: bool | None,
-    limit: int,
-    visible: Visible,
-    workspace: str | None = None,
-    project: str | None = None,
-    session: Session,
-) -> list[api.ExperimentSummary]:
-    """Newest first; archived: False hides archived experiments, True shows only those,
-    None shows both. Only those in the workspaces the caller sees (`visible`)."""
-    # Not the searcher's state nor the config's text: large, and no summary shows them.
-    query = (
-        select(orm.Experiment)
-        .options(defer(orm.Experiment.searcher_state), defer(orm.Experiment.config_yaml))
-        .where(within(orm.Experiment.workspace_id, visible))
-        .order_by(orm.Experiment.id.desc())
-        .limit(limit)
-    )
-    if workspace is not None:
-        ws = workspaces.get(workspace, visible=visible, session=session)
-        query = query.where(orm.Experiment.workspace_id == ws.id)
-        if project is not None:
-            query = query.where(
-                orm.Experiment.project_id == workspaces.get_project(ws, project, session=session).id
-            )
-    if state:
-        try:
-            query = query.where(orm.Experiment.state == ExperimentState(state.upper()))
-        except ValueError as exc:
-            raise ConfigError(f"unknown experiment state {state!r}") from exc
-    if archived is not None:
-        query = query.where(orm.Experiment.archived.is_(archived))
-    return views.experiment_summaries(list(session.scalars(query)), session=session)
 
 
 def overview(exp_id: int, *, visible: Visible, session: Session) -> api.ExperimentOverview:

@@ -52,10 +52,9 @@ def quotas(holding: list[tuple[orm.Trial, orm.Experiment]], session: Session) ->
     ):
         found.limits[ws_id] = (max_slots, max_trials)
         found.names[ws_id] = name
-    for trial, _exp in holding:
-        if trial.slots:
-            found.slots[trial.workspace_id] += len(trial.slots)
-            found.trials[trial.workspace_id] += 1
+    for trial, _exp in holding:  # a trial of slots_per_trial 0 counts as a running trial
+        found.slots[trial.workspace_id] += len(trial.slots or [])
+        found.trials[trial.workspace_id] += 1
     return found
 
 
@@ -186,7 +185,7 @@ def job_list(
 
 
 def _running_reason(trial: orm.Trial) -> str:
-    where = "running on " + ", ".join(trial.slots or [])
+    where = "running on " + (", ".join(trial.slots or []) or "the CPU, holding no slot")
     if trial.stop_requested:
         return f"{where}; stopped by the searcher, finishing"
     if trial.preempt_requested:

@@ -26,6 +26,7 @@ class Event(StrEnum):
     PAUSED = "paused"  # its experiment was paused
     ACTIVATED = "activated"  # its experiment was activated again
     KILLED = "killed"  # its experiment was killed
+    TRIAL_KILLED = "trial_killed"  # a user killed this trial while it held no slot
     STOPPED = "stopped"  # the searcher (or its time limit) stopped it while it held no slot
     PLACED = "placed"  # the scheduler gave it slots: a new run begins
     LAUNCHED = "launched"  # the backend runs it
@@ -39,6 +40,7 @@ class Event(StrEnum):
     YIELDED_PAUSED = "yielded_paused"  # ... and its experiment is paused
     CRASHED = "crashed"  # its run failed and it has restarts left
     FAILED = "failed"  # its run failed for good: no restarts left, or it would fail again
+    CONTINUED = "continued"  # its ended experiment was continued: it trains again
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Transition:
     counts_restart: bool = False
     clears_preemption: bool = False  # a preemption asked of the run is settled
     tells_searcher: ExitReason | None = None  # the searcher hears that the trial exited
+    reopens: bool = False  # an ended trial trains again: its end and restarts are cleared
 
     def effects(self) -> list[str]:
         """The effects in the words of docs/architecture.md's table."""
@@ -62,6 +65,7 @@ class Transition:
             ("clears the preemption", self.clears_preemption),
             (f"tells the searcher {self.tells_searcher}", self.tells_searcher is not None),
             ("sets ended_at", self.to.terminal),
+            ("reopens the trial", self.reopens),
         ]
         return [words for words, applies in named if applies]
 
@@ -73,6 +77,7 @@ class ForbiddenTransition(RuntimeError):
 _S = TrialState
 HOLDING = (_S.STARTING, _S.RUNNING)  # a run is open: the trial holds slots
 _WAITING = (_S.QUEUED, _S.PAUSED)
+_ENDED = (_S.COMPLETED, _S.STOPPED, _S.ERRORED, _S.CANCELED)
 
 # (state before, or None for a new trial) x event -> transition.
 _ROWS: list[tuple[Sequence[TrialState | None], Event, Transition]] = [
@@ -81,6 +86,8 @@ _ROWS: list[tuple[Sequence[TrialState | None], Event, Transition]] = [
     ((_S.QUEUED,), Event.PAUSED, Transition(_S.PAUSED)),
     ((_S.PAUSED,), Event.ACTIVATED, Transition(_S.QUEUED)),
     (_WAITING, Event.KILLED, Transition(_S.CANCELED)),
+    # Its experiment goes on: the searcher hears of it as of a killed run (EXITED_KILLED).
+    (_WAITING, Event.TRIAL_KILLED, Transition(_S.CANCELED, tells_searcher=ExitReason.CANCELED)),
     (_WAITING, Event.STOPPED, Transition(_S.STOPPED, tells_searcher=ExitReason.STOPPED)),
     ((_S.QUEUED,), Event.PLACED, Transition(_S.STARTING, opens_run=True)),
     ((_S.STARTING,), Event.LAUNCHED, Transition(_S.RUNNING)),
@@ -125,6 +132,9 @@ _ROWS: list[tuple[Sequence[TrialState | None], Event, Transition]] = [
     ),
 ]
 
+# Only `experiment continue` moves an ended trial (services/experiment_continue.py).
+_ROWS.append((_ENDED, Event.CONTINUED, Transition(_S.QUEUED, reopens=True)))
+
 TRANSITIONS: dict[tuple[TrialState | None, Event], Transition] = {
     (state, event): transition for states, event, transition in _ROWS for state in states
 }
@@ -162,12 +172,25 @@ def apply(
     if transition.clears_preemption:
         trial.preempt_requested = False
         trial.preempt_deadline = None
+    if transition.reopens:
+        _reopen(trial)
     if transition.tells_searcher is not None:
         session.add(_exit_event(trial, transition.tells_searcher))
     trial.state = transition.to
     if transition.to.terminal:
         trial.ended_at = utcnow()
     return transition
+
+
+def _reopen(trial: orm.Trial) -> None:
+    """An ended trial goes on (from its latest checkpoint) with a fresh restart budget; its
+    runs' rows keep what happened before."""
+    trial.ended_at = None
+    trial.restarts = 0
+    trial.stop_requested = False
+    trial.stop_deadline = None
+    trial.exit_reason = None
+    trial.waiting_for_searcher = False
 
 
 def _open_run(session: Session, trial: orm.Trial, slots: list[str]) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api, log_prefix
@@ -78,6 +81,41 @@ def parse_line(line: str) -> tuple[int, str, str]:
     return 0, api.LOG_STREAM_OUTPUT, line
 
 
+MAX_GREP = 1000  # characters of a grep pattern
+SCAN_BATCH = 2000  # rows a grep reads at a time
+MAX_SCANNED = 50_000  # rows one grep request reads at most: the next one reads on
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which lines a reader wants: one rank's own lines (not the launcher's), those received
+    since a time, those containing a text (a plain, case-sensitive substring: a pattern from
+    a user never runs as a regex on the master)."""
+
+    rank: int | None = None
+    since: datetime | None = None
+    grep: str | None = None
+
+    def where(self, query):
+        if self.rank is not None:
+            query = query.where(
+                orm.LogLine.rank == self.rank, orm.LogLine.stream != api.LOG_STREAM_LAUNCHER
+            )
+        if self.since is not None:
+            query = query.where(orm.LogLine.time >= _utc(self.since))
+        return query
+
+
+def _utc(moment: datetime) -> datetime:
+    """An aware UTC time (a naive one is taken as UTC; one out of range as the earliest)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def page(
     *,
     trial_id: int | None,
@@ -86,18 +124,67 @@ def page(
     limit: int,
     session: Session,
     rank: int | None = None,
+    filters: Filters | None = None,
+    tail: int | None = None,
 ) -> api.LogPage:
-    query = select(orm.LogLine).where(orm.LogLine.id > after).order_by(orm.LogLine.id).limit(limit)
-    if rank is not None:  # one rank's own lines: not the launcher's
-        query = query.where(orm.LogLine.rank == rank, orm.LogLine.stream != api.LOG_STREAM_LAUNCHER)
+    """Up to `limit` lines after the cursor that the filters keep. With `tail`: the last
+    `tail` of them, and next_after the newest line's (filtered or not), to follow from.
+    A grep reads at most MAX_SCANNED rows: its page may hold no line and still move
+    next_after on; `done` says the owner has ended and every line has been read."""
+    filters = filters or Filters(rank=rank)
+    owner = (
+        orm.LogLine.trial_id == trial_id
+        if trial_id is not None
+        else orm.LogLine.experiment_id == experiment_id
+    )
     if trial_id is not None:
-        query = query.where(orm.LogLine.trial_id == trial_id)
         ended = TrialState(session.get_one(orm.Trial, trial_id).state).terminal
     else:
-        query = query.where(orm.LogLine.experiment_id == experiment_id)
         ended = ExperimentState(session.get_one(orm.Experiment, experiment_id).state).terminal
-    rows = list(session.scalars(query))
-    lines = [
+    query = filters.where(select(orm.LogLine).where(owner, orm.LogLine.id > after))
+    if tail is not None:
+        newest = session.scalar(select(func.max(orm.LogLine.id)).where(owner))
+        rows = _scan(query, tail, filters.grep, session, newest_first=True)[0]
+        rows.reverse()
+        next_after = max(after, newest or 0)
+        return api.LogPage(lines=_lines(rows), next_after=next_after, done=ended)
+    rows, last_read, exhausted = _scan(query, limit, filters.grep, session, newest_first=False)
+    return api.LogPage(lines=_lines(rows), next_after=last_read or after, done=ended and exhausted)
+
+
+def _scan(
+    query, count: int, grep: str | None, session: Session, *, newest_first: bool
+) -> tuple[list[orm.LogLine], int | None, bool]:
+    """(up to `count` rows the query and grep keep, the id of the last row read, whether
+    every row was read), reading in id order (or newest first)."""
+    order = orm.LogLine.id.desc() if newest_first else orm.LogLine.id
+    if grep is None:
+        rows = list(session.scalars(query.order_by(order).limit(count)))
+        return rows, (rows[-1].id if rows else None), len(rows) < count
+    kept: list[orm.LogLine] = []
+    last_read: int | None = None
+    scanned = 0
+    while scanned < MAX_SCANNED:
+        batch = query
+        if last_read is not None:
+            batch = batch.where(
+                orm.LogLine.id < last_read if newest_first else orm.LogLine.id > last_read
+            )
+        rows = list(session.scalars(batch.order_by(order).limit(SCAN_BATCH)))
+        scanned += len(rows)
+        for row in rows:
+            last_read = row.id
+            if grep in row.text:
+                kept.append(row)
+                if len(kept) == count:
+                    return kept, last_read, False
+        if len(rows) < SCAN_BATCH:
+            return kept, last_read, True
+    return kept, last_read, False
+
+
+def _lines(rows: list[orm.LogLine]) -> list[api.LogLine]:
+    return [
         api.LogLine(
             id=r.id,
             trial_id=r.trial_id,
@@ -110,8 +197,6 @@ def page(
         )
         for r in rows
     ]
-    next_after = rows[-1].id if rows else after
-    return api.LogPage(lines=lines, next_after=next_after, done=ended and len(rows) < limit)
 
 
 def tail(trial_id: int, count: int, *, session: Session) -> list[str]:

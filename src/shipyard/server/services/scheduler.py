@@ -92,7 +92,9 @@ def assign(
     out: dict[int, list[Slot]] = {}
     quotas = quotas if quotas is not None else Quotas()
     held_back_above: int | None = None  # priorities worse than this wait
-    while free:
+    # Not `while free`: a trial of slots_per_trial 0 holds no slot, so it starts even when
+    # none is free. Each turn places or drops a head, or stops.
+    while True:
         for q in queues.values():  # over its workspace's quota: waits (its whole queue)
             if q and quotas.over(q[0]):
                 q.clear()
@@ -102,7 +104,11 @@ def assign(
             for q in queues.values()
             if q
             and _within_max_slots(q[0], used)
-            and (held_back_above is None or q[0].priority <= held_back_above)
+            and (
+                held_back_above is None
+                or q[0].priority <= held_back_above
+                or q[0].slots_needed == 0  # takes nothing from the trial held back for
+            )
         ]
         if not reserve:
             heads = [r for r in heads if r.slots_needed <= len(free)]

@@ -27,7 +27,7 @@ from shipyard.search import (
 from shipyard.search.options import SearcherOptions
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
-from shipyard.server.services import lifecycle
+from shipyard.server.services import lifecycle, trial_kill
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
 
@@ -192,6 +192,8 @@ def _apply(
 
 
 def stop_trial(session: Session, trial: orm.Trial, reason: str, grace_s: float) -> None:
+    if trial_kill.was_killed(trial):
+        return  # a user's kill stands: the trial ends CANCELED, as its exit reason says
     trial.stop_requested = True
     trial.exit_reason = reason
     if trial.state in lifecycle.HOLDING:
@@ -320,3 +322,8 @@ def record_validation(
         session.execute(
             update(orm.Trial).where(orm.Trial.id == trial.id).values(searcher_time=time)
         )
+
+
+# For `experiment continue` (services/experiment_continue.py), which reopens a search.
+create_trial = _create_trial
+save = _save

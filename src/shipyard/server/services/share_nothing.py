@@ -21,7 +21,7 @@ def refusals(cfg: ExperimentConfig, checkpoint_base: str) -> list[dict]:
         found.append({"path": path, "message": message, "line": line, "column": column})
 
     if checkpoint_base.startswith("/"):
-        what = "" if cfg.checkpoint_storage else "the master's default "
+        what = "the master's default " if cfg.uses_default_storage() else ""
         refuse(
             ("checkpoint_storage",),
             f"{what}checkpoint_storage of type shared_fs ({checkpoint_base}) is on the "

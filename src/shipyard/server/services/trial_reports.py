@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from shipyard.common.errors import Conflict, InvalidRequest
 from shipyard.common.states import TrialState
 from shipyard.server import orm
+from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.services import checkpoints, experiments, searching, trials
 from shipyard.server.services.metrics import ReportingTrial
@@ -48,6 +49,19 @@ def _of_current_run(trial_id: int, run_id: object, session: Session) -> orm.Tria
     trial = trials.get(trial_id, session=session)
     current_run(trial, run_id)
     return trial
+
+
+def delete_checkpoint(db: Database, trial_id: int, run_id: object, uuid: str) -> None:
+    """The trial's current run deletes a checkpoint of its experiment (Determined's
+    checkpoint.delete): as checkpoints.delete, audited in the experiment owner's name."""
+
+    def find(session: Session) -> orm.Checkpoint:
+        trial = _of_current_run(trial_id, run_id, session)
+        return checkpoints.of_experiment(uuid, trial.experiment_id, session=session)
+
+    with db.read() as s:
+        owner = trials.experiment_of(trial_id, session=s).owner
+    checkpoints.delete(db, uuid, find, actor=owner or "-", by_trial=trial_id, run=run_id)
 
 
 def heartbeat(trial_id: int, run_id: object, *, session: Session) -> None:

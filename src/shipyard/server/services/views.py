@@ -230,6 +230,7 @@ def _summary_fields(
         workspace=place[0],
         project=place[1],
         owner=exp.owner,
+        forked_from=exp.forked_from,
         state=exp.state,
         searcher=searcher.name,
         metric=searcher.metric,

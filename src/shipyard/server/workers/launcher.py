@@ -11,6 +11,7 @@ from pathlib import Path
 from shipyard.backends.base import Slot, TrialLaunchSpec
 from shipyard.common.config import ExperimentConfig
 from shipyard.common.config.environment import BindMount, DeviceImages
+from shipyard.common.determined_shim import with_shim
 from shipyard.common.errors import ConfigError
 from shipyard.common.node_env import CA_PEM_ENV, CONTEXT_ENV, SHIP_LOGS_ENV
 from shipyard.launch import entry
@@ -156,6 +157,8 @@ def build_spec(
     else:
         env.update(_sharing_nothing(settings, exp, config))
         argv = [*entry.ARGV, *argv]
+    if shares_files and not image:  # else the container or the node's entry adds its own path
+        with_shim(env)  # `import determined` is Shipyard's shim (docs/determined.md)
     return TrialLaunchSpec(
         trial_id=trial.id,
         run_id=trial.run_id,
@@ -167,6 +170,7 @@ def build_spec(
         log_path=run_log_path(settings, trial),
         bind_mounts=[mount.model_dump() for mount in config.bind_mounts],
         shares_files=shares_files,
+        force_pull_image=config.environment.force_pull_image,
     )
 
 

@@ -13,6 +13,7 @@ from shipyard.server import orm
 from shipyard.server.services import limits
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
+from shipyard.server.services.trial_kill import was_killed
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ def judge(
     if exp_state == ExperimentState.CANCELED:
         killed = "the experiment was killed"
         return verdict(Event.EXITED_KILLED, f"canceled: {killed}", killed)
+    if trial.stop_requested and was_killed(trial):
+        # A user killed this trial (`shipyard trial kill`): its experiment goes on.
+        return verdict(Event.EXITED_KILLED, "canceled: the trial was killed", trial.exit_reason)
     if trial.stop_requested:
         # The searcher stopped it: after its final checkpoint, or terminated when the
         # grace period ran out, it ends as the searcher's decision.
@@ -101,8 +105,12 @@ def judge(
 
 def _reached_max_length(trial: orm.Trial, exp: orm.Experiment) -> bool:
     """It trained as far as its search lets any trial (in the searcher's time unit)."""
-    length = full_length(config_of(exp).searcher)
+    searcher = config_of(exp).searcher
+    length = full_length(searcher)
     if length is None:
         return False
-    time = trial.steps_completed if trial.searcher_time is None else trial.searcher_time
-    return time >= length
+    if trial.searcher_time is not None:
+        return trial.searcher_time >= length
+    # No validation yet: steps_completed is the searcher's time only without a time_metric
+    # (with one, e.g. epochs, it counts batches: nothing says how far the trial got).
+    return searcher.time_metric is None and trial.steps_completed >= length

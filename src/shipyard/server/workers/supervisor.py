@@ -20,7 +20,15 @@ from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.orm import utcnow
 from shipyard.server.pools import Pool
-from shipyard.server.services import jobs, lifecycle, limits, logs, scheduler, searching
+from shipyard.server.services import (
+    jobs,
+    lifecycle,
+    limits,
+    logs,
+    scheduler,
+    searching,
+    trial_kill,
+)
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
 from shipyard.server.services.signals import SignalHub
@@ -67,6 +75,11 @@ class Supervisor:
         with self.db.write() as s:
             for trial in s.scalars(select(orm.Trial).where(orm.Trial.state.in_(lifecycle.HOLDING))):
                 handle = self._find(trial)
+                if handle is None and trial_kill.was_killed(trial):
+                    # A user had killed it: lost now, it ends as killed (CANCELED).
+                    how = f"lost while the master was down; {trial.exit_reason}"
+                    lifecycle.apply(s, trial, Event.EXITED_KILLED, run_ended_how=how)
+                    continue
                 if handle is None and trial.stop_requested:
                     # The searcher had stopped it: lost now, it ends as stopped.
                     how = "lost while the master was down; stopped by the searcher"
