@@ -53,7 +53,7 @@ schemathesis.serializer.alias("application/gzip", "application/octet-stream")
 
 # Generated requests an operation, by mode. An operation with few possible requests (none
 # but its path) gets fewer: Hypothesis stops once it has made them all.
-MAX_EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 10}
+MAX_EXAMPLES = {GenerationMode.POSITIVE: 15, GenerationMode.NEGATIVE: 6}
 # The answers' checks. Not negative_data_rejection: FastAPI's parsing is laxer than the
 # schema it writes (e.g. `since=10.0` is a date-time, as a Unix time), which is no wrong
 # answer; the invalid requests must still get no 500 and a declared answer.

@@ -135,3 +135,20 @@ def test_since_keeps_the_lines_received_since_then(db, trial_id):
         datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
     ):
         assert len(read(db, trial_id, limit=1000, filters=logs.Filters(since=far))) == LINES
+
+
+def test_a_page_the_filters_leave_empty_moves_the_cursor_past_what_it_read(db, trial_id):
+    """A follower with --since polls every quarter of a second: once it has read every line
+    there is, it starts after them, not again from where it was."""
+    future = datetime.now(UTC) + timedelta(hours=1)
+    with db.read() as s:
+        page = logs.page(
+            trial_id=trial_id,
+            experiment_id=None,
+            after=0,
+            limit=100,
+            session=s,
+            filters=logs.Filters(since=future),
+        )
+        newest = max(r.id for r in s.query(orm.LogLine).filter_by(trial_id=trial_id))
+    assert page.lines == [] and page.next_after == newest

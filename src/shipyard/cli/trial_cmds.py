@@ -214,7 +214,9 @@ def logs(
             grep=grep,
         )
 
-    print_log_lines(read, follow=follow, json_output=json_output, show_trial=False, head=head)
+    # --tail without -f: the last N lines there are now, not what a running trial adds.
+    most = tail if tail is not None and not follow else head
+    print_log_lines(read, follow=follow, json_output=json_output, show_trial=False, head=most)
 
 
 @app.command()

@@ -96,6 +96,10 @@ class Filters:
     since: datetime | None = None
     grep: str | None = None
 
+    @property
+    def active(self) -> bool:
+        return self.rank is not None or self.since is not None or self.grep is not None
+
     def where(self, query):
         if self.rank is not None:
             query = query.where(
@@ -141,15 +145,24 @@ def page(
         ended = TrialState(session.get_one(orm.Trial, trial_id).state).terminal
     else:
         ended = ExperimentState(session.get_one(orm.Experiment, experiment_id).state).terminal
-    query = filters.where(select(orm.LogLine).where(owner, orm.LogLine.id > after))
+    query = select(orm.LogLine).where(owner, orm.LogLine.id > after)
+    if tail is None and not filters.active:
+        rows, last_read, exhausted = _scan(query, limit, None, session, newest_first=False)
+        return api.LogPage(
+            lines=_lines(rows), next_after=last_read or after, done=ended and exhausted
+        )
+    # Filtered: read up to the newest line there is now, and once every row to it has been
+    # read, start the next page after it, so a follower does not read again, every quarter
+    # of a second, the lines the filters left out.
+    newest = session.scalar(select(func.max(orm.LogLine.id)).where(owner)) or 0
+    query = filters.where(query.where(orm.LogLine.id <= newest))
     if tail is not None:
-        newest = session.scalar(select(func.max(orm.LogLine.id)).where(owner))
         rows = _scan(query, tail, filters.grep, session, newest_first=True)[0]
         rows.reverse()
-        next_after = max(after, newest or 0)
-        return api.LogPage(lines=_lines(rows), next_after=next_after, done=ended)
+        return api.LogPage(lines=_lines(rows), next_after=max(after, newest), done=ended)
     rows, last_read, exhausted = _scan(query, limit, filters.grep, session, newest_first=False)
-    return api.LogPage(lines=_lines(rows), next_after=last_read or after, done=ended and exhausted)
+    next_after = max(after, newest) if exhausted else (last_read or after)
+    return api.LogPage(lines=_lines(rows), next_after=next_after, done=ended and exhausted)
 
 
 def _scan(
