@@ -184,11 +184,16 @@ bench: setup
 	python bench/recovery.py
 	python bench/ddp_overhead.py
 	python bench/trainer_overhead.py
+	python bench/pytorch_trial_overhead.py
 	python bench/engine_overhead.py
 	python bench/ui_scale.py
 	python bench/auth_overhead.py
 	python bench/checkpoint_upload.py
 	python bench/share_nothing_start.py
+	@# Determined's configs come from a checkout of its repository, which nothing here may
+	@# download: `make bench DETERMINED_REPO=/path/to/determined` (a work tree or a bare clone).
+	@if [ -n "$(DETERMINED_REPO)" ]; then python bench/determined_configs.py "$(DETERMINED_REPO)"; \
+	else echo "bench/determined_configs.py skipped: set DETERMINED_REPO to a Determined checkout"; fi
 
 clean:
 	rm -rf $(SETUP_STAMP) $(DEMO_STAMP) $(WEB_VENDOR) web/node_modules .mypy_cache .ruff_cache .import_linter_cache

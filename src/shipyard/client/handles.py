@@ -213,7 +213,7 @@ def _top(
 ) -> CheckpointInfo | None:
     if not ckpts:
         return None
-    if smaller_is_better is None or sort_by is None:
+    if smaller_is_better is None or sort_by is not None:  # else the summary says nothing new
         exp = experiments.get_experiment_summary(session, experiment_id)
         if smaller_is_better is None:  # the searcher's direction, as Determined's default
             smaller_is_better = exp.smaller_is_better

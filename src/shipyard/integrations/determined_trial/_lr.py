@@ -28,6 +28,10 @@ class LRScheduler:
         self._scheduler = scheduler
         self._step_mode = step_mode
         self._frequency = frequency
+        self._per_batch = self._step_mode in (  # decided once: after_batch runs every batch
+            LRScheduler.StepMode.STEP_EVERY_BATCH,
+            LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP,
+        )
 
     def step(self, *args: Any, **kwargs: Any) -> None:
         self._scheduler.step(*args, **kwargs)
@@ -43,11 +47,7 @@ class LRScheduler:
 
     def after_batch(self, batch_idx: int) -> None:
         """Called once the batch ``batch_idx`` (0-based, over all epochs) is trained."""
-        per_batch = (
-            LRScheduler.StepMode.STEP_EVERY_BATCH,
-            LRScheduler.StepMode.STEP_EVERY_OPTIMIZER_STEP,
-        )
-        if self._step_mode in per_batch and (batch_idx + 1) % self._frequency == 0:
+        if self._per_batch and (batch_idx + 1) % self._frequency == 0:
             self._scheduler.step()
 
     def after_epoch(self, epoch_idx: int) -> None:

@@ -22,7 +22,6 @@ class ManualOptimization:
         self.device = device
         self.rank, self.world, self.local_rank = rank, world, local_rank
         self.models: list[nn.Module] = []  # as registered (unwrapped): what is checkpointed
-        self.wrapped: list[nn.Module] = []  # what train_batch calls (DDP when distributed)
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[Any] = []
         self.extras: list[Any] = []
@@ -49,7 +48,6 @@ class ManualOptimization:
             ids = [self.device.index] if self.device.type == "cuda" else None
             wrapped = nn.parallel.DistributedDataParallel(model, device_ids=ids)
         self.models.append(model)
-        self.wrapped.append(wrapped)
         model.train()
         return wrapped
 

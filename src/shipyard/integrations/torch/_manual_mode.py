@@ -75,6 +75,15 @@ class ManualMode:
                 f"{self._name}.train_batch() must return a dict of metrics, got "
                 f"{type(out).__name__}"
             )
+        self._record(out)
+        self._batches_trained += 1
+        self._batch_in_epoch += 1
+        self.steps_completed += 1
+        self._end_epoch_if_done()
+        self._poll_signals()  # also shares the trial's stop request among the ranks
+
+    def _record(self, out: Mapping[str, Any]) -> None:
+        """Keep one batch's training metrics (detached) for the next training report."""
         records = self._train_records
         for key, value in out.items():
             if isinstance(value, torch.Tensor):
@@ -83,15 +92,16 @@ class ManualMode:
                 records[key].append(value)
             else:
                 records[key] = [value]
-        self._batches_trained += 1
-        self._batch_in_epoch += 1
-        self.steps_completed += 1
-        if self._batch_in_epoch == self._data.batches_per_epoch:
+
+    def _end_epoch_if_done(self) -> None:
+        """After the epoch's last batch: a ManualTrial's on_epoch_end, then the next epoch."""
+        if self._batch_in_epoch != self._data.batches_per_epoch:
+            return
+        if self.manual is not None:
             self.trial.on_epoch_end(self._epoch)
-            self._iter = None
-            self._epoch += 1
-            self._batch_in_epoch = 0
-        self._poll_signals()  # also shares the trial's stop request among the ranks
+        self._iter = None
+        self._epoch += 1
+        self._batch_in_epoch = 0
 
     def _validate_manual(self) -> dict[str, float]:
         assert isinstance(self.trial, ManualTrial) and self.manual is not None

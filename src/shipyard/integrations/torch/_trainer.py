@@ -294,14 +294,7 @@ class Trainer(ManualMode):
                     out = self._forward_backward(batch, window)
             else:
                 out = self._forward_backward(batch, window)
-            records = self._train_records
-            for key, value in out.items():
-                if isinstance(value, torch.Tensor):
-                    value = value.detach()
-                if key in records:
-                    records[key].append(value)
-                else:
-                    records[key] = [value]
+            self._record(out)
             self._batches_trained += 1
             self._batch_in_epoch += 1
         if self._scaler is not None:
@@ -313,10 +306,7 @@ class Trainer(ManualMode):
         if self._scheduler is not None:
             self._scheduler.step()
         self.steps_completed += 1
-        if self._batch_in_epoch == data.batches_per_epoch:
-            self._iter = None
-            self._epoch += 1
-            self._batch_in_epoch = 0
+        self._end_epoch_if_done()
         self._poll_signals()
 
     def _forward_backward(self, batch: Any, window: int) -> Mapping[str, Any]:

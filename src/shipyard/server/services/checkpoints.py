@@ -15,7 +15,14 @@ from shipyard.common.states import TrialState
 from shipyard.server import orm
 from shipyard.server.auth.permissions import Grants
 from shipyard.server.db import Database
-from shipyard.server.services import audit, checkpoint_storage, experiments, metrics, views
+from shipyard.server.services import (
+    audit,
+    checkpoint_storage,
+    experiments,
+    metrics,
+    trials,
+    views,
+)
 from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.workspaces import Visible, get_visible
 from shipyard.storage import CheckpointStorage
@@ -175,20 +182,15 @@ def ranked(
     """An experiment's or a trial's checkpoints (not deleted ones), the best first (by its
     searcher's metric and smaller_is_better; those without a value of it last, the latest
     first among them) or the latest first (by step, then by time)."""
-    if (experiment_id is None) == (trial_id is None):
-        raise InvalidRequest("give exactly one of experiment_id and trial_id")
-    if trial_id is not None:
-        trial = get_visible(orm.Trial, trial_id, visible, session)
-        if trial is None:
-            raise NotFound(f"trial {trial_id} does not exist")
+    if trial_id is not None and experiment_id is None:
+        trial = trials.get(trial_id, session=session, visible=visible)
         exp = session.get_one(orm.Experiment, trial.experiment_id)
         found = list_for_trial(trial_id, session=session)
-    else:
-        found_exp = get_visible(orm.Experiment, experiment_id, visible, session)
-        if found_exp is None:
-            raise NotFound(f"experiment {experiment_id} does not exist")
-        exp = found_exp
+    elif experiment_id is not None and trial_id is None:
+        exp = experiments.get(experiment_id, session=session, visible=visible)
         found = list_for_experiment(exp.id, session=session)
+    else:
+        raise InvalidRequest("give exactly one of experiment_id and trial_id")
     latest_first = sorted(found, key=lambda c: (c.steps_completed, c.created_at), reverse=True)
     if order == LATEST:
         return latest_first[:limit]

@@ -127,7 +127,6 @@ def page(
     after: int,
     limit: int,
     session: Session,
-    rank: int | None = None,
     filters: Filters | None = None,
     tail: int | None = None,
 ) -> api.LogPage:
@@ -135,7 +134,7 @@ def page(
     `tail` of them, and next_after the newest line's (filtered or not), to follow from.
     A grep reads at most MAX_SCANNED rows: its page may hold no line and still move
     next_after on; `done` says the owner has ended and every line has been read."""
-    filters = filters or Filters(rank=rank)
+    filters = filters or Filters()
     owner = (
         orm.LogLine.trial_id == trial_id
         if trial_id is not None

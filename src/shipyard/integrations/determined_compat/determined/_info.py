@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
+
+from shipyard.core._env import env_str
 
 from ._errors import not_supported
 
 
 def _env(name: str) -> str:
-    return os.environ.get(name, "").strip()
+    return env_str(name) or ""
 
 
 def _int(name: str, default: int = 0) -> int:
