@@ -190,6 +190,10 @@ bench: setup
 	python bench/auth_overhead.py
 	python bench/checkpoint_upload.py
 	python bench/share_nothing_start.py
+	python bench/environment_capture.py
+	python bench/code_capture.py
+	python bench/metric_ingest.py
+	python bench/tensorboard_scalars.py
 	@# Determined's configs come from a checkout of its repository, which nothing here may
 	@# download: `make bench DETERMINED_REPO=/path/to/determined` (a work tree or a bare clone).
 	@if [ -n "$(DETERMINED_REPO)" ]; then python bench/determined_configs.py "$(DETERMINED_REPO)"; \

@@ -12,7 +12,15 @@
   stored, on a master started again, and then once more, each in a fresh browser context
   logged in with the local user's session cookie (a login ticket, as `shipyard up` gives).
 
-Targets from the issue: API p95 under 100 ms, the page under 1.5 s. Prints one JSON object.
+Targets from the issue: API p95 under 100 ms, the page under 1.5 s. Prints one JSON object
+(progress goes to stderr).
+
+`--database postgres` (issue 20) does the same on PostgreSQL: a throwaway cluster (initdb in
+a temp dir, removed at the end; bench/_postgres.py), seeded with COPY under settings for
+loading, then started again with PostgreSQL's defaults to be measured. Its size in issue 20:
+`--database postgres --experiments 100` (100,000 trials, 100 M points); the pages still show
+an experiment of 1,000 trials. With `--curves-timeout` shorter than the background storing
+takes, the APIs and the page are measured on an experiment whose curves are stored.
 
 The experiments are created through the API (so their rows are what the master writes) and
 killed at once; their trials and points are then written straight into the database with
@@ -24,23 +32,31 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import shutil
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 from _master import Master
-from _poll import poll
 from _stats import percentile
 
 from shipyard.server.services.metric_series import chart_points
 
 CHART = "#curves-chart[data-series-count]"  # the experiment page's learning curves, drawn
+# The master's answers to the page's API requests, when each was sent and fully received
+# (ms from navigation start): the chart's time less the last of them is the browser's own.
+API_REQUESTS = """Object.fromEntries(performance.getEntriesByType("resource")
+  .filter((e) => e.name.includes("/api/v1/"))
+  .map((e) => [new URL(e.name).pathname.slice(7) + new URL(e.name).search,
+               [Math.round(e.startTime), Math.round(e.responseEnd)]]))"""
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -74,14 +90,28 @@ def create_experiments(master: Master, count: int, trials: int) -> list[int]:
     return ids
 
 
+def log(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def ended_at(now: datetime, number: int, total: int) -> datetime:
+    """When seeded trial ``number`` of ``total`` ended: one a second, the last just now.
+    (Not all at once: the curve keeper looks again, every few seconds, at the trials that
+    ended within a minute of the latest end, and so would read every experiment's stored
+    curves for as long as the master runs, which no real history makes it do.)"""
+    return now - timedelta(seconds=total - number)
+
+
 def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> dict[str, Any]:
     """Replace each experiment's trials with ``trials`` COMPLETED ones of ``points``
-    validation points each (a noisy decaying loss), their summaries and a finished state."""
+    validation points each (a noisy decaying loss), their summaries and a finished state.
+    The trials end one a second (ended_at), the last one now."""
     from sqlalchemy import create_engine, delete, insert, select, update
 
     from shipyard.server import orm
 
     started = time.monotonic()
+    total = len(experiment_ids) * trials
     engine = create_engine(f"sqlite:///{db_path}")
     rng = random.Random(0)
     now = orm.utcnow()
@@ -97,6 +127,7 @@ def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> 
                 .where(orm.Experiment.id == exp_id)
                 .values(state="COMPLETED", progress=1.0, searcher_done=True, ended_at=now)
             )
+            first = experiment_ids.index(exp_id) * trials
             rows = [
                 {
                     "experiment_id": exp_id,
@@ -107,8 +138,8 @@ def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> 
                     "state": "COMPLETED",
                     "run_id": 1,
                     "steps_completed": points,
-                    "started_at": now,
-                    "ended_at": now,
+                    "started_at": ended_at(now, first + n, total),
+                    "ended_at": ended_at(now, first + n, total),
                 }
                 for n in range(trials)
             ]
@@ -184,7 +215,7 @@ def page_times(url: str, cookies: list[dict[str, str]], repeat: int) -> dict[str
     Chromium context (no cache) each time, logged in (ms from navigation start)."""
     from playwright.sync_api import sync_playwright
 
-    paints, charts, lines = [], [], 0
+    paints, charts, lines, requests = [], [], 0, {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         try:
@@ -197,6 +228,7 @@ def page_times(url: str, cookies: list[dict[str, str]], repeat: int) -> dict[str
                 assert chart is not None
                 charts.append(page.evaluate("performance.now()"))
                 lines = int(chart.get_attribute("data-series-count") or 0)
+                requests = page.evaluate(API_REQUESTS)
                 paints.append(
                     page.evaluate(
                         "performance.getEntriesByName('first-contentful-paint')[0].startTime"
@@ -210,52 +242,161 @@ def page_times(url: str, cookies: list[dict[str, str]], repeat: int) -> dict[str
         "chart_drawn_ms": round(statistics.median(charts)),
         "chart_drawn_max_ms": round(max(charts)),
         "lines_drawn": lines,
+        "api_requests_ms": requests,  # the last view's: [sent, answered] from navigation
     }
 
 
+class SQLiteStore:
+    """The master's default database: shipyard.db in its home."""
+
+    kind = "sqlite"
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / "shipyard.db"
+
+    def seed(self, experiment_ids: list[int], trials: int, points: int) -> dict[str, Any]:
+        return seed(self.path, experiment_ids, trials, points)
+
+    def ready_to_measure(self) -> dict[str, Any]:
+        return {}
+
+    def stored_curves(self, max_points: int) -> dict[int, int]:
+        with sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30) as db:
+            rows = db.execute(
+                "SELECT t.experiment_id, count(*) FROM stored_curves c "
+                "JOIN metric_keys k ON k.id = c.key_id JOIN trials t ON t.id = c.trial_id "
+                "WHERE k.name = 'val_loss' AND c.max_points = ? GROUP BY t.experiment_id",
+                (max_points,),
+            ).fetchall()
+        return dict(rows)
+
+    def size_bytes(self) -> int:
+        return sum(f.stat().st_size for f in self.path.parent.glob("shipyard.db*"))
+
+
+class PostgresStore:
+    """A throwaway PostgreSQL cluster (bench/_postgres.py), seeded with COPY."""
+
+    kind = "postgresql"
+
+    def __init__(self, cluster: Any, rebuild_indexes: bool) -> None:
+        self.cluster = cluster
+        self.rebuild_indexes = rebuild_indexes
+
+    def seed(self, experiment_ids: list[int], trials: int, points: int) -> dict[str, Any]:
+        import _postgres
+
+        with self.cluster.connect() as conn:
+            seeded = _postgres.seed(
+                conn,
+                experiment_ids,
+                trials,
+                points,
+                rebuild_indexes=self.rebuild_indexes,
+                ended_at=ended_at,
+                progress=log,
+            )
+        seeded["db_mb"] = round(self.size_bytes() / 1e6)
+        return seeded
+
+    def ready_to_measure(self) -> dict[str, Any]:
+        """Start the cluster again with the settings it is measured with; those settings."""
+        import _postgres
+
+        self.cluster.halt()
+        self.cluster.serve(_postgres.MEASURE_SETTINGS)
+        return self.cluster.settings()
+
+    def stored_curves(self, max_points: int) -> dict[int, int]:
+        import _postgres
+
+        return _postgres.stored_curve_count(self.cluster, max_points)
+
+    def size_bytes(self) -> int:
+        return int(self.cluster.size_bytes())
+
+
 def stored_in_background(
-    db_path: Path, experiments: int, trials: int, timeout_s: float = 600
-) -> float:
+    store: SQLiteStore | PostgresStore, experiments: int, trials: int, timeout_s: float
+) -> dict[str, Any]:
     """Seconds until every seeded trial has its val_loss curve stored at the size the page
-    asks (a master just started on the database stores them in the background)."""
+    asks (a master just started on the database stores them in the background), or how
+    many were stored in ``timeout_s``, and the experiments whose curves all are."""
     size = chart_points(trials)
-
-    def all_stored() -> bool:
-        with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30) as db:
-            (count,) = db.execute(
-                "SELECT count(*) FROM stored_curves JOIN metric_keys k ON k.id = key_id "
-                "WHERE k.name = 'val_loss' AND max_points = ?",
-                (size,),
-            ).fetchone()
-        return count >= experiments * trials
-
     started = time.perf_counter()
-    poll(all_stored, "stored curves", timeout_s=timeout_s, every_s=0.5)
-    return round(time.perf_counter() - started, 1)
+    every_s = 0.5 if store.kind == "sqlite" else 5.0  # its count is 0.3 s on PostgreSQL
+    reported = 0.0
+    while True:
+        stored = store.stored_curves(size)
+        done = sum(stored.values())
+        elapsed = time.perf_counter() - started
+        if done >= experiments * trials or elapsed > timeout_s:
+            break
+        if elapsed - reported >= 60:
+            log(f"curves stored in the background: {done} of {experiments * trials}")
+            reported = elapsed
+        time.sleep(every_s)
+    return {
+        "seconds": round(elapsed, 1),
+        "stored": done,
+        "of": experiments * trials,
+        "complete": sorted(exp for exp, count in stored.items() if count >= trials),
+    }
 
 
-def run(experiments: int, trials: int, points: int, repeat: int) -> dict[str, Any]:
+def load_average() -> list[float]:
+    return [round(load, 2) for load in os.getloadavg()]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     home = Path(tempfile.mkdtemp(prefix="shipyard-ui-scale-"))
+    sizes = (args.experiments, args.trials, args.points, args.repeat, args.curves_timeout)
     try:
-        return measure(Master(slots=1, home=home), experiments, trials, points, repeat)
+        if args.database == "sqlite":
+            return measure(Master(slots=1, home=home), SQLiteStore(home), *sizes)
+        import _postgres
+
+        with _postgres.throwaway_cluster() as cluster:
+            store = PostgresStore(cluster, rebuild_indexes=args.pg_indexes == "rebuild")
+            os.environ["SHIPYARD_DB_URL"] = cluster.url  # the bench's masters' database
+            try:
+                return measure(Master(slots=1, home=home), store, *sizes)
+            finally:
+                os.environ.pop("SHIPYARD_DB_URL", None)
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
 
 def measure(
-    master: Master, experiments: int, trials: int, points: int, repeat: int
+    master: Master,
+    store: SQLiteStore | PostgresStore,
+    experiments: int,
+    trials: int,
+    points: int,
+    repeat: int,
+    curves_timeout_s: float,
 ) -> dict[str, Any]:
     with master:
         ids = create_experiments(master, experiments, trials)
-    seeded = seed(master.home / "shipyard.db", ids, trials, points)
-    exp = ids[0]
-    page_url = f"{master.url}/experiments/{exp}"
+    log(f"{experiments} experiments created; seeding {experiments * trials} trials")
+    seeded = store.seed(ids, trials, points)
+    log(f"seeded in {seeded['seconds']} s")
+    settings = store.ready_to_measure()
+    loads = {"curves": load_average()}
     with master:  # the curves are stored in the background first, as trials end
-        backfill_s = stored_in_background(master.home / "shipyard.db", experiments, trials)
+        backfill = stored_in_background(store, experiments, trials, curves_timeout_s)
+        log(f"curves stored in the background: {backfill['stored']} in {backfill['seconds']} s")
+        if not backfill["complete"]:
+            raise RuntimeError(f"no experiment has all its curves stored: {backfill}")
+        exp = ids[0] if ids[0] in backfill["complete"] else backfill["complete"][0]
+        page_url = f"{master.url}/experiments/{exp}"
+        loads["page_first_view"] = load_average()
         first_page = page_times(page_url, login_cookies(master), 1)
     with master:  # just started: the page's curves are read back
+        loads["page_cold_master"] = load_average()
         cold_page = page_times(page_url, login_cookies(master), 1)
     with master:  # again, for the APIs' first requests; then the same, repeated
+        loads["api"] = load_average()
         with master.api(timeout_s=60) as api:
             curves_query = {"name": "val_loss", "group": "validation"}  # as the page asks
             apis = {
@@ -263,12 +404,21 @@ def measure(
                 "experiment": timed(api, f"/experiments/{exp}", {}, repeat),
                 "learning_curves": timed(api, f"/experiments/{exp}/curves", curves_query, repeat),
             }
+        loads["page"] = load_average()
         warm_page = page_times(page_url, login_cookies(master), max(3, repeat // 5))
+    all_stored = backfill["stored"] >= backfill["of"]
     return {
         "bench": "ui_scale",
+        "database": {"kind": store.kind, "bytes": store.size_bytes(), "settings": settings},
         "seeded": seeded,
+        "seeding_s": seeded["seconds"],
+        "experiments": experiments,
         "experiment_trials": trials,
-        "curves_stored_in_background_s": backfill_s,
+        "measured_experiment": exp,
+        "curves_stored_in_background_s": backfill["seconds"] if all_stored else None,
+        "curves_stored_in_background": {k: backfill[k] for k in ("seconds", "stored", "of")},
+        "load_average_1_5_15min": loads,
+        "cpus": os.cpu_count(),
         "api": apis,
         "page_first_view": first_page,
         "page_cold_master": cold_page,
@@ -284,12 +434,27 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--experiments", type=int, default=10)
     parser.add_argument("--trials", type=int, default=1000, help="trials per experiment")
     parser.add_argument("--points", type=int, default=1000, help="validation points per trial")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument(
+        "--curves-timeout",
+        type=float,
+        default=3 * 3600,
+        help="seconds to wait for the curves stored in the background (then measure an "
+        "experiment whose curves are)",
+    )
+    parser.add_argument(
+        "--pg-indexes",
+        choices=("keep", "rebuild"),
+        default="rebuild",
+        help="PostgreSQL: drop metric_points' primary key for the load and build it after "
+        "(faster: 100 s against 143 s for 30 M points), or keep it during the load",
+    )
     args = parser.parse_args()
-    print(json.dumps(run(args.experiments, args.trials, args.points, args.repeat)))
+    print(json.dumps(run(args)))
 
 
 if __name__ == "__main__":

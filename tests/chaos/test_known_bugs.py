@@ -107,7 +107,9 @@ checkpoint_storage:
         return rows if [c["steps_completed"] for c in rows] == [10] else None
 
     rows = master.wait_for(kept, timeout=30, what="retention of the experiment")
-    on_disk = sorted(p.name for p in store.iterdir() if p.name[0] != ".")
+    on_disk = sorted(  # checkpoints: not the trials' TensorBoard files beside them
+        p.name for p in store.iterdir() if p.name[0] != "." and p.name != "tensorboard"
+    )
     assert on_disk == [rows[0]["uuid"]], (
         f"left in the storage: {sorted(set(on_disk) - {rows[0]['uuid']})}"
     )

@@ -111,3 +111,106 @@ def test_reporting_after_the_block_is_refused():
         pass
     with pytest.raises(Conflict, match="closed"):
         ctx.train.report_training_metrics(1, {"loss": 1.0})
+
+
+# --- report_metrics(group, ...): any group, checked on the calling thread ---------------
+
+
+class RecordingHttp:
+    """What MasterTrain sends, recorded: the master's side of the wire, without a master."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, dict]] = []
+        self.threads: set[str] = set()
+
+    def request(self, method: str, path: str, body: dict) -> dict:
+        self.threads.add(threading.current_thread().name)
+        self.posts.append((path, body))
+        return {}
+
+
+def master_train(http: RecordingHttp):
+    from shipyard.core.train import MasterTrain
+
+    return MasterTrain(http, trial_id=7, run_id=1)  # type: ignore[arg-type]
+
+
+def sent_reports(http: RecordingHttp) -> list[dict]:
+    return [r for path, body in http.posts if path.endswith("/metrics") for r in body["reports"]]
+
+
+def test_report_metrics_queues_a_report_of_any_group(capsys):
+    with shipyard.core.init() as ctx:
+        ctx.train.report_metrics("test", 3, {"acc": 0.75})
+        ctx.train.report_metrics("eval.extra", 4, {"f1": 0.5})
+    assert capsys.readouterr().out.splitlines() == [
+        "[shipyard] test steps=3 acc=0.75",
+        "[shipyard] eval.extra steps=4 f1=0.5",
+    ]
+
+    http = RecordingHttp()
+    train = master_train(http)
+    train.report_metrics("Test_1-a.b", 2, {"x": 1})
+    train.close(5)
+    assert sent_reports(http) == [
+        {"group": "Test_1-a.b", "steps_completed": 2, "metrics": {"x": 1}}
+    ]
+
+
+def test_validation_and_training_through_report_metrics_are_the_named_calls():
+    """The master hands "validation" reports to the searcher: report_metrics("validation")
+    must put exactly what report_validation_metrics puts on the wire."""
+    http = RecordingHttp()
+    train = master_train(http)
+    train.report_validation_metrics(5, {"val_loss": 0.25})
+    train.report_metrics("validation", 5, {"val_loss": 0.25})
+    train.report_training_metrics(5, {"loss": 0.5})
+    train.report_metrics("training", 5, {"loss": 0.5})
+    train.close(5)
+    first, second, third, fourth = sent_reports(http)
+    assert (
+        first
+        == second
+        == {"group": "validation", "steps_completed": 5, "metrics": {"val_loss": 0.25}}
+    )
+    assert third == fourth == {"group": "training", "steps_completed": 5, "metrics": {"loss": 0.5}}
+
+
+@pytest.mark.parametrize("group", ["", "has space", "x" * 40, "1st", "_x", "a/b", "tést", "ok\n"])
+def test_a_bad_group_is_refused_on_the_calling_thread(group):
+    http = RecordingHttp()
+    train = master_train(http)
+    with pytest.raises(ValueError, match="metric group") as refused:
+        train.report_metrics(group, 1, {"x": 1.0})
+    assert repr(group) in str(refused.value)  # named, with the rule
+    assert "^[A-Za-z][A-Za-z0-9_.-]{0,31}$" in str(refused.value)
+    train.report_metrics("fine", 1, {"x": 1.0})  # nothing reached the sender: still usable
+    train.close(5)
+    assert [r["group"] for r in sent_reports(http)] == ["fine"]
+    assert http.threads == {"shipyard-metric-sender"}
+
+
+def test_a_group_that_is_not_a_string_is_a_type_error(capsys):
+    with shipyard.core.init() as ctx:
+        with pytest.raises(TypeError, match="metric group must be a string, got int 3"):
+            ctx.train.report_metrics(3, 1, {"x": 1.0})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="metric 'x' must be a number"):
+            ctx.train.report_metrics("test", 1, {"x": "high"})
+    assert capsys.readouterr().out == ""
+
+
+def test_the_longest_group_fits_the_master_column():
+    http = RecordingHttp()
+    train = master_train(http)
+    train.report_metrics("g" * 32, 1, {"x": 1.0})
+    train.close(5)
+    assert sent_reports(http)[0]["group"] == "g" * 32
+
+
+def test_a_worker_rank_checks_a_group_and_drops_the_report():
+    from shipyard.core._chief import WorkerTrain
+
+    worker = WorkerTrain()
+    assert worker.report_metrics("test", 1, {"x": 1.0}) is None
+    with pytest.raises(ValueError, match="'has space'"):
+        worker.report_metrics("has space", 1, {"x": 1.0})

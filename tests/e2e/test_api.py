@@ -187,6 +187,29 @@ def test_bad_metric_body_is_400(master):
     master.http.post(f"/experiments/{exp_id}/kill")
 
 
+def test_a_bad_metric_group_is_400_naming_it_and_stores_nothing_of_its_batch(master):
+    exp_id, trial_id = _running_trial(master)
+    trial_side, url = master.task_http(trial_id, run_id=1), f"/trials/{trial_id}/metrics"
+    first = {"group": "eval.extra", "steps_completed": 1, "metrics": {"f1": 0.5}}
+    assert trial_side.post(url, json={"run_id": 1, "reports": [first]}).status_code == 200
+    for bad in ("", "has space", "x" * 40, "1st", "a/b", None, 3):
+        batch = [
+            {"group": "eval.extra", "steps_completed": 2, "metrics": {"f1": 0.9}},
+            {"group": bad, "steps_completed": 2, "metrics": {"f1": 0.1}},
+        ]
+        r = trial_side.post(url, json={"run_id": 1, "reports": batch})
+        assert r.status_code == 400, r.text
+        message = r.json()["error"]["message"]
+        assert repr(bad) in message, message
+        if isinstance(bad, str):
+            assert "^[A-Za-z][A-Za-z0-9_.-]{0,31}$" in message
+    # The good report of each refused batch was not stored; the one before is still there.
+    assert master.metrics(trial_id, "eval.extra", "f1") == [(1, 0.5)]
+    summary = next(m for m in master.trial(trial_id)["metrics"] if m["group"] == "eval.extra")
+    assert (summary["name"], summary["count"], summary["last"]) == ("f1", 1, 0.5)
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
 def test_port_in_use_is_a_clear_error(master):
     proc = subprocess.run(
         [

@@ -17,6 +17,7 @@ an admin cannot deactivate themselves. Long-polls (wait_s) are cut to LONG_POLL_
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,8 @@ class Seeded:
     binding_id: int  # a role binding, to remove
     victim_trial: int = 0  # the victim's trial, killed after its experiment
     spare_checkpoint: str = ""  # the finished search's other trial's latest, deleted
+    artifact: dict[str, Any] = field(default_factory=dict)  # the live trial's, recorded
+    artifact_id: int = 0
     known: dict[str, list[Any]] = field(default_factory=dict)  # path parameters that exist
 
 
@@ -158,6 +161,16 @@ def seeded(master: Master):
     for name in ("SCHEMA_SECRET", "SCHEMA_GONE"):
         made = master.http.put(f"/workspaces/schema-ws/secrets/{name}", json={"value": "v-1234"})
         assert made.status_code == 200, made.text
+    # A model whose version 1 is the checkpoint the requests read, named by an alias; and
+    # one with an alias to delete.
+    for model in ("schema-model", "schema-gone-model"):
+        for method, path, body in (
+            ("POST", "/models", {"name": model}),
+            ("POST", f"/models/{model}/versions", {"checkpoint_uuid": checkpoint}),
+            ("PUT", f"/models/{model}/aliases/production", {"version": 1}),
+        ):
+            made = master.http.request(method, path, json=body)
+            assert made.status_code in (200, 201), made.text
     s = Seeded(
         completed=search["id"],
         archived=archived["id"],
@@ -179,9 +192,11 @@ def seeded(master: Master):
     s.victim_trial = victim["trials"][0]["id"]
     s.spare_checkpoint = master.trial(trials[1])["latest_checkpoint"]
     assert s.spare_checkpoint and s.spare_checkpoint != s.checkpoint
+    s.artifact, s.artifact_id = seed_artifact(master, s.live_trial, s.live_run)
     s.known = {
         "exp_id": [s.completed, s.archived, s.live, s.victim],
         "trial_id": [*s.trials, s.live_trial],
+        "other_id": [*s.trials, s.live_trial],
         "uuid": [s.checkpoint],
         "username": [s.user, s.other, master.username],
         "token_id": [s.token_id],
@@ -190,10 +205,37 @@ def seeded(master: Master):
         "group": ["schema-group"],
         "binding_id": [s.binding_id],
         "name": ["SCHEMA_SECRET", "SCHEMA_GONE"],
+        "model": ["schema-model"],
+        "version": [1],
+        "alias": ["production"],
+        "artifact_id": [s.artifact_id],
     }
     yield s
     for exp_id in (s.live, s.victim):
         master.http.post(f"/experiments/{exp_id}/kill")
+
+
+def seed_artifact(master: Master, trial_id: int, run_id: int) -> tuple[dict[str, Any], int]:
+    """A text artifact of the live trial, written where its experiment's storage (the
+    master's default) keeps it and recorded as the trial does: (the record, its id)."""
+    data = b"an artifact of the schema test"
+    key = f"artifacts/trial-{trial_id}/none/schema.txt"
+    path = master.home / "checkpoints" / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    record = {
+        "run_id": run_id,
+        "name": "schema.txt",
+        "steps_completed": None,
+        "kind": "text",
+        "media_type": "text/plain",
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "storage_path": key,
+    }
+    made = master.task_http(trial_id, run_id).post(f"/trials/{trial_id}/artifacts", json=record)
+    assert made.status_code == 200, made.text
+    return record, made.json()["id"]
 
 
 def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
@@ -209,6 +251,7 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
     project = {**ws, "project": "schema-project"}
     moved = {"workspace": s.workspace, "project": "schema-project"}
     secret = {**ws, "name": "SCHEMA_SECRET"}
+    model = {"model": "schema-model"}
     return [
         ("get_health", {}),
         ("login", {"body": {"username": s.user, "password": PASSWORD}}),
@@ -232,6 +275,19 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("get_trial_signals", {"path_parameters": live}),
         ("get_trial_context", {"path_parameters": live}),
         ("get_trial_config", {"path_parameters": live}),
+        (
+            "report_run_environment",
+            {"path_parameters": live, "body": {**run, "rank": 1, "record": {"sections": {}}}},
+        ),
+        ("get_trial_environment", {"path_parameters": finished}),
+        ("diff_trials", {"path_parameters": {**finished, "other_id": s.trials[1]}}),
+        ("rerun_trial", {"path_parameters": finished, "query": {"paused": True}}),
+        ("report_artifact", {"path_parameters": live, "body": s.artifact}),
+        ("list_trial_artifacts", {"path_parameters": live}),
+        (
+            "get_artifact_content",
+            {"path_parameters": {**live, "artifact_id": s.artifact_id}},
+        ),
         (
             "send_trial_logs",
             {"path_parameters": live, "body": {**run, "first_line": 0, "lines": ["l"]}},
@@ -302,6 +358,29 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
         ("set_secret", {"path_parameters": secret, "body": {"value": "v"}}),
         ("delete_secret", {"path_parameters": {**ws, "name": "SCHEMA_GONE"}}),
         ("rotate_keys", {}),
+        ("create_model", {"body": {"name": "schema-made", "tags": ["t"]}}),
+        ("list_models", {"query": {"archived": False}}),
+        ("get_model", {"path_parameters": model}),
+        ("change_model", {"path_parameters": model, "body": {"description": "d"}}),
+        (
+            "register_model_version",
+            {
+                "path_parameters": {"model": "schema-made"},
+                "body": {"checkpoint_uuid": s.checkpoint},
+            },
+        ),
+        ("get_model_version", {"path_parameters": {**model, "version": 1}}),
+        ("change_model_version", {"path_parameters": {**model, "version": 1}, "body": {}}),
+        ("resolve_model_version", {"path_parameters": model, "query": {"ref": "production"}}),
+        (
+            "set_model_alias",
+            {"path_parameters": {**model, "alias": "staging"}, "body": {"version": 1}},
+        ),
+        ("delete_model_alias", {"path_parameters": {**model, "alias": "staging"}}),
+        (
+            "delete_model",
+            {"path_parameters": {"model": "schema-gone-model"}, "query": {"force": True}},
+        ),
     ]
 
 
@@ -404,9 +483,13 @@ def names_token(case: schemathesis.Case, token_id: int) -> bool:
 
 
 def short_polls(case: schemathesis.Case) -> schemathesis.Case:
+    """Long-polls cut short; and a rerun is made paused, so that the trials it would start
+    (one for each of its requests) do not take the machine from the other operations."""
     wait = (case.query or {}).get("wait_s")
     if isinstance(wait, int | float) and not isinstance(wait, bool) and wait > LONG_POLL_S:
         case.query["wait_s"] = LONG_POLL_S
+    if case.operation.definition.raw["operationId"] == "rerun_trial":
+        case.query = {**(case.query or {}), "paused": True}
     return case
 
 

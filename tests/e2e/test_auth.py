@@ -29,11 +29,13 @@ TRIAL_SIDE = {
     ("POST", "/api/v1/trials/{trial_id}/searcher/wait"),
     ("POST", "/api/v1/trials/{trial_id}/progress"),
     ("POST", "/api/v1/trials/{trial_id}/heartbeat"),
+    ("POST", "/api/v1/trials/{trial_id}/environment"),
     ("POST", "/api/v1/trials/{trial_id}/run-error"),
     ("GET", "/api/v1/trials/{trial_id}/signals"),
     ("GET", "/api/v1/trials/{trial_id}/context"),
     ("GET", "/api/v1/trials/{trial_id}/config"),
     ("POST", "/api/v1/trials/{trial_id}/logs"),
+    ("POST", "/api/v1/trials/{trial_id}/artifacts"),
 }
 LONG = """
 name: long
@@ -93,6 +95,7 @@ def concrete(path: str, master, trial_id: int) -> str:
         .replace("{group}", "g")
         .replace("{binding_id}", "1")
         .replace("{name}", "NAME")
+        .replace("{artifact_id}", "1")
     )
 
 

@@ -146,7 +146,15 @@ def test_a_core_api_script_reports_checkpoints_and_reads_its_trial(runs):
     assert master.metrics(trial["id"], "training", "extra") == [(5, 1.0)]
     assert master.metrics(trial["id"], "validation", "val_loss") == [(5, pytest.approx(0.2))]
     assert master.metrics(trial["id"], "validation", "acc") == [(5, 0.5)]
-    line(logs, r"refused: report_metrics\(group='inference'\) is not supported yet")
+    # Any other group is stored and served under its name; the searcher reads validation only.
+    assert master.metrics(trial["id"], "test", "acc") == [(2, 0.2), (4, 0.4)]
+    assert master.metrics(trial["id"], "eval.extra", "val_loss") == [(5, 0.01)]
+    assert trial["best_validation"] == trial["latest_validation"] == pytest.approx(0.2)
+    groups = {(m["name"], m["group"]) for m in trial["metrics"]}
+    assert {("acc", "test"), ("val_loss", "eval.extra"), ("acc", "validation")} <= groups
+    names = master.http.get(f"/experiments/{trial['experiment_id']}/metric-names").json()
+    assert {"name": "acc", "group": "test"} in names
+    line(logs, r"refused: metric group 'has space' is not valid: it must match \^\[A-Za-z\]")
     stored = line(
         logs,
         r"checkpoints stored=(\S+) restored=\{'steps': 5\} uploaded=(\S+) "

@@ -142,6 +142,12 @@ heartbeat_timeout: 3
     assert "rank 1 hangs at step 7" in texts and "rank 1 resumed from step 5" in texts
     assert [s for s, _ in master.metrics(trial["id"], "training", "loss")] == list(range(1, 13))
     assert not [p for p in _processes_of(master)], "a rank of the hung run is still alive"
+    # Each rank of each run recorded the environment it ran in.
+    for run_id in (1, 2):
+        described = master.http.get(
+            f"/trials/{trial['id']}/environment", params={"run_id": run_id}
+        ).json()
+        assert [r["rank"] for r in described["ranks"]] == [0, 1], described
 
 
 def _processes_of(master: Master) -> list[int]:

@@ -40,6 +40,8 @@ BODIES = {
     "create_project": {"name": "sneaky"},
     "change_project": {"name": "renamed"},
     "set_secret": {"value": "overwritten"},
+    "register_model_version": {"checkpoint_uuid": "any"},
+    "set_model_alias": {"version": 1},
 }
 QUERIES = {"get_experiment_curves": {"name": "val_loss"}}
 
@@ -72,6 +74,14 @@ def teams(master):
     running = master.create(RUNNING, CODE, owner="bob")
     assert master.wait(done["id"])["state"] == "COMPLETED"
     trial = master.trial(done["trials"][0]["id"])
+    # bob's model in team-b: version 1 is the finished trial's checkpoint, named by an alias
+    for method, path, body in (
+        ("POST", "/models", {"name": "team-b-model", "workspace": "team-b"}),
+        ("POST", "/models/team-b-model/versions", {"checkpoint_uuid": trial["latest_checkpoint"]}),
+        ("PUT", "/models/team-b-model/aliases/production", {"version": 1}),
+    ):
+        made = bob.request(method, path, json=body)
+        assert made.status_code in (200, 201), made.text
     live = running["trials"][0]["id"]
     master.wait_for(lambda: master.trial(live)["state"] == "RUNNING", what="bob's trial")
     team_b_binding = next(
@@ -85,11 +95,16 @@ def teams(master):
         "params": {
             "{exp_id}": str(done["id"]),
             "{trial_id}": str(trial["id"]),
+            "{other_id}": str(trial["id"]),
             "{uuid}": trial["latest_checkpoint"],
             "{workspace}": "team-b",
             "{project}": "vision",
             "{binding_id}": str(team_b_binding),
             "{name}": "TOKEN",
+            "{model}": "team-b-model",
+            "{version}": "1",
+            "{alias}": "production",
+            "{artifact_id}": "1",  # any: the trial is not found first
         },
         "experiments": {done["id"], running["id"]},
         "trials": {trial["id"], live},
@@ -128,6 +143,8 @@ def test_every_route_naming_another_workspaces_object_answers_404(master, teams)
     assert bob_ws["max_slots"] is None
     projects = [p["name"] for p in teams["bob"].get("/workspaces/team-b/projects").json()]
     assert "vision" in projects and "renamed" not in projects and "sneaky" not in projects
+    model = teams["bob"].get("/models/team-b-model").json()
+    assert model["num_versions"] == 1 and model["aliases"][0]["version"] == 1
 
 
 def stored(master: Master) -> list[tuple]:

@@ -40,9 +40,11 @@ class SharedFs:
 
     def files(self) -> dict[str, set[str]]:
         """uuid -> file names of every checkpoint directory (a hidden entry, like .writing
-        for checkpoints being written, is not one)."""
+        for checkpoints being written, is not one; nor are the trials' TensorBoard files)."""
         return {
-            d.name: {f.name for f in d.iterdir()} for d in self.base.iterdir() if d.name[0] != "."
+            d.name: {f.name for f in d.iterdir()}
+            for d in self.base.iterdir()
+            if d.name[0] != "." and d.name != "tensorboard"
         }
 
 
@@ -57,7 +59,7 @@ class S3:
         listed = self.client.list_objects_v2(Bucket=self.bucket, Prefix="retention/")
         for item in listed.get("Contents", []):
             uuid, _, name = item["Key"].removeprefix("retention/").partition("/")
-            if uuid[0] != ".":
+            if uuid[0] != "." and uuid != "tensorboard":  # the trials' TensorBoard files
                 found.setdefault(uuid, set()).add(name)
         return found
 

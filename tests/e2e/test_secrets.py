@@ -7,6 +7,7 @@ audited. And no token, password or secret value in the database or in any log fi
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import pty
@@ -219,6 +220,14 @@ def test_a_run_gets_its_secrets_masked_in_every_log(master, team):
         for path in log_files(master):
             assert form not in path.read_text(errors="replace"), (form, path)
     assert value not in database_dump(master)
+    # The environment the run recorded names the variable and holds neither its value nor
+    # the value's hash.
+    recorded = master.http.get(f"/trials/{trial['id']}/environment")
+    assert recorded.status_code == 200, recorded.text
+    (rank,) = recorded.json()["ranks"]
+    assert "MASKED" in rank["record"]["sections"]["env"]["redacted"]
+    for form in [*printed_forms(value), hashlib.sha256(value.encode()).hexdigest()]:
+        assert form not in recorded.text, form
     # the run's secret files are gone with the run
     assert list((master.home / "run-secrets").iterdir()) == []
 

@@ -93,7 +93,8 @@ def finished(master: Master) -> dict:
 def retention_done(master: Master, exp_ids: list[int]) -> bool:
     listed = [c for exp_id in exp_ids for c in checkpoints_of(master, exp_id)]
     root = Path(listed[0]["storage_path"]).parent
-    stored = {p.name for p in root.iterdir() if not p.name.startswith(".")}  # not .writing
+    # Not .writing, nor the trials' TensorBoard files.
+    stored = {p.name for p in root.iterdir() if p.name[0] != "." and p.name != "tensorboard"}
     return stored == {c["uuid"] for c in listed}
 
 

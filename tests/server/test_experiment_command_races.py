@@ -105,6 +105,7 @@ class Storage:
     def __init__(self, db: Database, look, fails: bool) -> None:
         self.db, self.look, self.fails = db, look, fails
         self.seen: list[object] = []
+        self.store = Prefixes()  # an experiment's delete removes its TensorBoard files by prefix
 
     def delete(self, uuid: str) -> None:
         with self.db.read() as s:
@@ -114,6 +115,16 @@ class Storage:
 
     def writing(self) -> dict:
         return {}
+
+
+class Prefixes:
+    """The store under Storage: notes the prefixes deleted."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete(self, prefix: str) -> None:
+        self.deleted.append(prefix)
 
 
 def audited(db: Database, action: str) -> list[orm.AuditEvent]:

@@ -136,7 +136,7 @@ def test_a_metric_no_trial_reported_has_no_curves(master, experiment):
         ({"name": "loss", "max_points": 1}, "max_points"),
         ({"name": "loss", "max_points": 100_001}, "max_points"),
         ({"name": "loss", "max_points": "many"}, "max_points"),
-        ({"name": "loss", "group": "testing"}, "group"),
+        ({"name": "loss", "group": "has space"}, "group"),
         ({}, "name"),
     ],
 )

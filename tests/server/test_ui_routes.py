@@ -21,6 +21,8 @@ PAGES = (
     "/experiments/12345",
     "/trials/7",
     "/cluster",
+    "/models",
+    "/models/digits",
     "/login",
     "/login?expired=1",
 )

@@ -1,18 +1,23 @@
 """The web UI in a real browser (Debian's Chromium through Playwright) against a real master
 with a finished ASHA search, a failed experiment and a running one: every page loads without
 a console error, the learning curves have one line per trial, two selected trials open the
-compare view, a line a running trial prints shows within 2 s, the pause button pauses, the
-cluster page lists the failed trial, the trial page shows its own checkpoints and draws its
-metrics on a log scale. The browser logs in as a person does: with the link `shipyard up`
-prints (a single-use ticket) or the login page's password form; a browser that has not is
-sent to the login page and back, Log out ends the session, and a write without the CSRF
-header the page sends is refused. Each
+compare view, which says what they ran differently (the hyperparameters that differ), a line
+a running trial prints shows within 2 s, the pause button pauses, the cluster page lists the
+failed trial, the trial page shows its own checkpoints, draws its metrics on a log scale and
+shows what a run ran (the Python and packages the trials ran with; code, GPUs, variables and
+probe errors of a richer record; a run that captured nothing says so). The browser logs in
+as a person does: with the link `shipyard up` prints (a single-use ticket) or the login
+page's password form; a browser that has not is sent to the login page and back, Log out
+ends the session, and a write without the CSRF header the page sends is refused. Each
 page's screenshot (light, and dark for the main ones) goes to the test's output folder, and
 to docs/images/ for docs/ui.md with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
+import copy
+import json
 import re
+import sys
 import time
 import uuid
 from urllib.parse import quote
@@ -47,7 +52,7 @@ def views(site):
         ("trial-metrics", f"/trials/{best}", ".chart[data-series-count]", True),
         ("trial-checkpoints", f"/trials/{best}?tab=checkpoints", "a[download]", False),
         ("trial-runs", f"/trials/{best}?tab=runs", "tbody tr", False),
-        ("trial-environment", f"/trials/{best}?tab=environment", "pre.code-block", False),
+        ("trial-environment", f"/trials/{best}?tab=environment", "section[data-rank]", False),
         ("cluster", "/cluster", "tbody tr", True),
     ]
 
@@ -92,9 +97,133 @@ def test_selecting_two_trials_opens_the_compare_view(browser, site):
     # Every metric the two reported, overlaid: each chart has both trials' lines.
     page.wait_for_selector(".chart[data-series-count='2']")
     assert page.locator(".compare-table tr.diff").count() >= 1  # their lr differs
+    page.wait_for_selector(".run-diff")  # what they ran differently, from the master's diff
     browser.screenshot("compare")
     page.go_back()
     page.wait_for_selector("tbody tr[data-key]")  # back to the trials tab, no reload
+
+
+def test_the_environment_tab_shows_the_python_and_packages_the_trial_ran_with(browser, site):
+    """The trials ran on this venv: its Python version, and pyyaml among its packages."""
+    trial_id = best_trial(site)
+    page = browser.open(f"/trials/{trial_id}?tab=environment", "section[data-rank='0']")
+    rank = page.locator("section[data-rank='0']")
+    python = "{}.{}.{}".format(*sys.version_info[:3])
+    assert python in rank.locator("dl.facts").inner_text()
+    assert page.locator("section[aria-label=Code]").is_visible()  # no git record: it says so
+    packages = rank.locator("details:has(summary:text-matches('^Packages'))")
+    packages.locator("summary").click()
+    packages.get_by_label("Filter packages").fill("PyYAML")  # as pip compares names
+    names = packages.locator("tbody tr td:first-child").all_inner_texts()
+    assert names == ["pyyaml"], names
+    recorded = site.master.http.get(f"/trials/{trial_id}/environment").json()
+    version = recorded["ranks"][0]["record"]["sections"]["packages"]["pyyaml"]
+    assert packages.locator("tbody tr td").nth(1).inner_text() == version
+
+
+def richer_environment(recorded: dict) -> dict:
+    """The trial's recorded environment as a run on two GPU ranks from a git work tree with
+    uncommitted changes would have it (this master has no GPU and took no git record)."""
+    env = copy.deepcopy(recorded)
+    env["code"] = {
+        "commit": "0123456789abcdef0123456789abcdef01234567",
+        "branch": "main",
+        "remote": "https://example.com/team/models.git",
+        "dirty": True,
+        "changed_files": 2,
+        "diff_bytes": 64,
+        "diff_sha256": "ab" * 32,
+        "diff": "diff --git a/train.py b/train.py\n-lr = 0.1\n+lr = 0.2\n",
+        "unpushed": ["1111111", "2222222"],
+        "unpushed_truncated": False,
+        "root": "/home/ada/models",
+        "subdirectory": "quadratic",
+    }
+    record = env["ranks"][0]["record"]
+    record["sections"]["framework"] = {
+        "torch": {
+            "version": "2.3.0",
+            "cuda": "12.1",
+            "cudnn": 8902,
+            "nccl": "2.20.5",
+            "cpu_capability": "AVX2",
+            "debug": False,
+        }
+    }
+    a100 = {"name": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960}
+    record["sections"]["gpu"] = {
+        "driver": "550.54.15",
+        "cuda_driver": "12.4",
+        "devices": [a100, a100],
+    }
+    record["sections"]["env"] = {
+        "kept": {"NCCL_DEBUG": "INFO"},
+        "hashed": {"PATH": "sha256:" + "cd" * 32},
+        "redacted": ["WANDB_API_KEY"],
+    }
+    record["errors"] = [{"section": "gpu", "message": "NVML answered after the timeout"}]
+    env["ranks"].append({**env["ranks"][0], "rank": 1})  # the same hashes: said in a line
+    return env
+
+
+def test_the_environment_tab_shows_the_code_gpus_variables_and_errors_of_a_run(browser, site):
+    trial_id = best_trial(site)
+    recorded = site.master.http.get(f"/trials/{trial_id}/environment").json()
+    fake = json.dumps(richer_environment(recorded))
+    browser.page.route(
+        re.compile(rf"/api/v1/trials/{trial_id}/environment(\?|$)"),
+        lambda route: route.fulfill(status=200, content_type="application/json", body=fake),
+    )
+    page = browser.open(f"/trials/{trial_id}?tab=environment", "section[data-rank='1']")
+    code = page.locator("section[aria-label=Code]")
+    facts = code.locator("dl.facts").inner_text()
+    for shown in ("0123456789ab", "main", "example.com/team/models.git", "2 files", "quadratic"):
+        assert shown in facts, (shown, facts)
+    code.locator("summary", has_text="uncommitted changes").click()
+    assert "+lr = 0.2" in code.locator("pre").inner_text()
+    rank = page.locator("section[data-rank='0']")
+    facts = rank.locator("dl.facts").inner_text()
+    for shown in (
+        "2.3.0",
+        "12.1",
+        "8902",
+        "2.20.5",
+        "AVX2",
+        "2 × NVIDIA A100-SXM4-40GB (40,960 MiB)",
+        "550.54.15 (CUDA 12.4)",
+    ):
+        assert shown in facts, (shown, facts)
+    variables = rank.locator("details:has(summary:text-matches('^Environment variables'))")
+    variables.locator("summary").click()
+    rows = dict(r.split("\t") for r in variables.locator("tbody tr").all_inner_texts())
+    assert rows == {"NCCL_DEBUG": "INFO", "PATH": "(hashed)", "WANDB_API_KEY": "(redacted)"}
+    assert "gpu: NVML answered after the timeout" in rank.get_by_role("note").inner_text()
+    assert "the same environment as rank 0" in page.locator("section[data-rank='1']").inner_text()
+    browser.screenshot("trial-environment-gpus")
+
+
+def test_a_run_that_recorded_no_environment_says_so(browser, site):
+    failed = site.failed["trials"][0]["id"]  # it exits before it captures anything
+    page = browser.open(f"/trials/{failed}?tab=environment", "[data-capture=none]")
+    assert "recorded no environment" in page.inner_text("[data-capture=none]")
+
+
+def test_the_compare_view_says_what_two_trials_ran_differently(browser, site):
+    a, b, c = (t["id"] for t in site.asha["trials"][:3])
+    page = browser.open(f"/experiments/{site.asha['id']}?compare={a},{b}", ".run-diff")
+    caption = f"What trials {a} and {b} ran differently"
+    table = page.locator(f".run-diff table:has(caption:text-is('{caption}'))")
+    rows = [r.split("\t") for r in table.locator("tbody tr").all_inner_texts()]
+    hparams = {r[1]: (r[3], r[4]) for r in rows if r[0] == "Hyperparameters"}
+    diff = site.master.http.get(f"/trials/{a}/diff/{b}").json()
+    expected = {d["item"] for d in diff["differences"] if d["category"] == "hyperparameters"}
+    assert "lr" in expected and set(hparams) == expected, (hparams, expected)
+    lr = next(d for d in diff["differences"] if d["item"] == "lr")
+    assert tuple(map(float, hparams["lr"])) == (lr["a"], lr["b"])  # exact, not rounded
+    # Three trials: each against the first, with a column naming the other trial.
+    page = browser.open(f"/experiments/{site.asha['id']}?compare={a},{b},{c}", ".run-diff table")
+    trials = page.locator(".run-diff tbody tr td:first-child").all_inner_texts()
+    assert set(trials) == {str(b), str(c)}, trials
 
 
 def test_tables_are_navigable_with_the_keyboard(browser, site):

@@ -53,19 +53,30 @@ test("every call of api goes through one of the declared routes", async () => {
   await api.trialMetrics(3, { max_points: 10 });
   await api.trialLogs(3, { after: 0 });
   await api.trialCheckpoints(3);
+  await api.trialEnvironment(3, { run_id: 1 });
+  await api.trialDiff(3, 4, { rank: 0 });
+  await api.trialArtifacts(3);
+  await api.artifactText(3, 5);
   await api.trials({ limit: 5 });
+  await api.models({ archived: false });
+  await api.model("digits", { workspace: "team b" });
+  await api.modelVersion("digits", 2, {});
   await api.jobs();
   await api.slots();
   await api.pools();
   await api.whoami();
   await api.login("ada", "secret");
   await api.logout();
-  // Every function of api was called (checkpointDownloadUrl is a link: checked below).
-  assert.equal(calls.length, Object.keys(api).length - 2 + Object.keys(ACTION_ROUTES).length);
+  // Every function of api was called (checkpointDownloadUrl and artifactContentUrl are
+  // links: checked below).
+  assert.equal(calls.length, Object.keys(api).length - 3 + Object.keys(ACTION_ROUTES).length);
   for (const call of calls) assert.ok(all.some((route) => matchesRoute(route, call)), `${call.method} ${call.url}`);
   const link = { method: "GET", url: api.checkpointDownloadUrl("ab/c") };
   assert.equal(link.url, "/api/v1/checkpoints/ab%2Fc/download");
   assert.ok(matchesRoute(ROUTES.checkpointDownload, link));
+  const image = { method: "GET", url: api.artifactContentUrl(3, 5) };
+  assert.equal(image.url, "/api/v1/trials/3/artifacts/5/content");
+  assert.ok(matchesRoute(ROUTES.artifactContent, image));
 });
 
 test("path parameters are filled in, query values left out when empty", async () => {

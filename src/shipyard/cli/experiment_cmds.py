@@ -22,6 +22,7 @@ from shipyard.cli.output import (
     print_table_csv,
     say,
     transfer_bar,
+    warn,
 )
 from shipyard.cli.render import (
     experiments_table,
@@ -95,8 +96,9 @@ def create(
             overrides=_overrides(overrides),
             paused=paused,
             progress=progress,
+            warn=warn,
         )
-    _created(session, experiment, follow, json_output, " (paused)" if paused else "")
+    show_created(session, experiment, follow, json_output, " (paused)" if paused else "")
 
 
 @app.command("list")
@@ -208,7 +210,9 @@ def describe(
                 ("Created", fmt_time(exp.created_at)),
                 ("Ended", fmt_time(exp.ended_at)),
                 ("Context", exp.context_id),
+                ("Code", code_summary(exp.code)),
                 *([("Forked from", exp.forked_from)] if exp.forked_from is not None else []),
+                *([("Rerun of trial", exp.rerun_of)] if exp.rerun_of is not None else []),
             ]
         )
     )
@@ -321,7 +325,7 @@ def fork(
         config_file=config_file.name if config_file else "config.yaml",
         paused=paused,
     )
-    _created(session, experiment, follow, json_output, f" (forked from {experiment_id})")
+    show_created(session, experiment, follow, json_output, f" (forked from {experiment_id})")
 
 
 @app.command("continue")
@@ -368,7 +372,26 @@ def continue_(
         _exit_for(exp)
 
 
-def _created(session, experiment: ExperimentDetail, follow: bool, json_output: bool, how: str):
+def code_summary(code: dict[str, Any] | None) -> str:
+    """One line of what git said at submit: commit, branch, uncommitted and unpushed."""
+    if not code:
+        return "(not a git work tree)"
+    parts = [
+        str(code.get("commit") or "no commit")[:12],
+        f"on {code.get('branch') or 'detached HEAD'}",
+    ]
+    if code.get("dirty"):
+        parts.append(f"+ {code.get('changed_files', 0)} uncommitted file(s)")
+    if code.get("unpushed"):
+        parts.append(f"{len(code['unpushed'])} unpushed commit(s)")
+    return ", ".join(parts)
+
+
+def show_created(
+    session, experiment: ExperimentDetail, follow: bool, json_output: bool, how: str
+) -> None:
+    """What `create`, `fork` and `trial rerun` print; with follow, the trials until the end
+    (exit 1 unless it completed)."""
     if json_output:
         if follow:
             experiment = experiments.wait_for_experiment(session, experiment.id)

@@ -14,18 +14,21 @@ from typer.core import TyperGroup
 from shipyard import __version__
 from shipyard.cli import (
     admin_cmds,
+    artifact_cmds,
     checkpoint_cmds,
     config_cmds,
     experiment_cmds,
     group_cmds,
     job_cmds,
     master_cmds,
+    model_cmds,
     pool_cmds,
     role_cmds,
     search_cmds,
     secret_cmds,
     token_cmds,
     trial_cmds,
+    trial_record_cmds,
     user_cmds,
     workspace_cmds,
 )
@@ -128,11 +131,17 @@ app.command("status")(master_cmds.status)
 app.command("preview-search")(search_cmds.preview_search)
 app.add_typer(experiment_cmds.app, name="experiment", help="Create, watch and control experiments.")
 app.add_typer(trial_cmds.app, name="trial", help="Inspect trials and read their logs.")
+trial_cmds.app.command("diff")(trial_record_cmds.diff)
+trial_cmds.app.command("environment")(trial_record_cmds.environment)
+trial_cmds.app.command("rerun")(trial_record_cmds.rerun)
+trial_cmds.app.command("artifacts")(artifact_cmds.artifacts)
+trial_cmds.app.command("artifact-download")(artifact_cmds.download)
 app.add_typer(job_cmds.app, name="job", help="The scheduler's queue and why each job waits.")
 app.add_typer(pool_cmds.app, name="pool", help="Resource pools: backend, slots, health.")
 app.add_typer(
     checkpoint_cmds.app, name="checkpoint", help="List, describe, download and delete checkpoints."
 )
+app.add_typer(model_cmds.app, name="model", help="The model registry: models, versions, aliases.")
 app.add_typer(config_cmds.app, name="config", help="Check experiment configs locally.")
 app.add_typer(user_cmds.app, name="user", help="Log in and out; users and their passwords.")
 app.add_typer(token_cmds.app, name="token", help="API tokens for scripts, CI, service accounts.")

@@ -160,6 +160,11 @@ def say(message: str, style: str | None = None) -> None:
     out.print(Text(message, style=style or ""), soft_wrap=True)
 
 
+def warn(message: str) -> None:
+    """Something the user should know that did not stop the command: on stderr."""
+    err.print(Text(f"warning: {message}", style="yellow"), soft_wrap=True)
+
+
 def detail_line(detail: dict) -> str:
     where = detail.get("path") or ""
     if detail.get("line"):

@@ -1,4 +1,5 @@
-"""`shipyard trial list | describe | logs | checkpoints | kill` (alias `shipyard t`)."""
+"""`shipyard trial list | describe | logs | checkpoints | kill` (alias `shipyard t`); diff,
+environment and rerun are in trial_record_cmds."""
 
 from __future__ import annotations
 

@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shipyard.client import checkpoints, experiments, master, trials, users
+from shipyard.client import artifacts as client_artifacts
+from shipyard.client import checkpoints, experiments, master, models, run_records, trials, users
 from shipyard.client.handles import Experiment, Trial, TrialRef
 from shipyard.client.logs import iter_log_lines
+from shipyard.client.model_uri import parse_model_ref
 from shipyard.client.session import Session
 from shipyard.client.submit import submit_experiment
 from shipyard.common.api import (
@@ -25,7 +27,16 @@ from shipyard.common.api import (
     SlotInfo,
     TrialListItem,
 )
+from shipyard.common.api_artifacts import ArtifactInfo
 from shipyard.common.api_experiments import ExperimentDeleted
+from shipyard.common.api_models import (
+    ModelAliasInfo,
+    ModelDetail,
+    ModelSummary,
+    ModelVersionDetail,
+    ModelVersionInfo,
+)
+from shipyard.common.api_runs import TrialDiff, TrialEnvironment
 from shipyard.common.api_users import WhoAmI
 
 __all__ = ["Experiment", "Shipyard", "Trial", "TrialRef"]
@@ -260,6 +271,32 @@ class Shipyard:
             self.session, trial_id, group=group, name=name, max_points=max_points
         )
 
+    def trial_environment(self, trial_id: int, *, run_id: int | None = None) -> TrialEnvironment:
+        """What a run of the trial ran (default: the latest run that captured it): the code
+        (git at submit), hyperparameters, seed, image and each rank's environment."""
+        return run_records.get_trial_environment(self.session, trial_id, run_id=run_id)
+
+    def diff_trials(self, a: int, b: int, *, rank: int = 0) -> TrialDiff:
+        """Every difference between what trials a and b ran (`.identical` when none)."""
+        return run_records.diff_trials(self.session, a, b, rank=rank)
+
+    def rerun_trial(self, trial_id: int) -> Experiment:
+        """A one-trial experiment running the trial again (same code, config, hyperparameters
+        and seed)."""
+        made = run_records.rerun_trial(self.session, trial_id)
+        return Experiment.fetch(self.session, made.id)
+
+    def trial_artifacts(self, trial_id: int) -> list[ArtifactInfo]:
+        """The files the trial logged with ctx.artifacts (images, texts, tables, files)."""
+        return client_artifacts.list_artifacts(self.session, trial_id)
+
+    def download_artifact(
+        self, trial_id: int, artifact_id: int, dest: str | Path | None = None
+    ) -> Path:
+        """An artifact's content into dest (a file, or a directory: its name in it;
+        default: its name here), checked against its sha256; returns the file."""
+        return client_artifacts.download_artifact(self.session, trial_id, artifact_id, dest)
+
     def checkpoints(self, experiment_id: int) -> list[CheckpointInfo]:
         return checkpoints.list_checkpoints(self.session, experiment_id)
 
@@ -269,4 +306,72 @@ class Shipyard:
     def download_checkpoint(self, uuid: str, dest: str | Path) -> Path:
         """Unpack the checkpoint's files into dest (created if needed); returns dest."""
         checkpoints.download_checkpoint(self.session, uuid, dest)
+        return Path(dest)
+
+    # -- the model registry ------------------------------------------------------------------
+
+    def create_model(
+        self,
+        name: str,
+        *,
+        workspace: str | None = None,
+        description: str = "",
+        tags: Sequence[str] = (),
+    ) -> ModelDetail:
+        """A model with no version yet, in `workspace` (default "Uncategorized")."""
+        return models.create_model(
+            self.session, name, workspace=workspace, description=description, tags=tags
+        )
+
+    def get_model(self, name: str, *, workspace: str | None = None) -> ModelDetail:
+        """The model with its versions and aliases (`workspace`: only when its name is in
+        several workspaces you see)."""
+        return models.get_model(self.session, name, workspace=workspace)
+
+    def list_models(
+        self, *, workspace: str | None = None, archived: bool | None = False
+    ) -> list[ModelSummary]:
+        """archived: False hides archived models, True shows only them, None all."""
+        return models.list_models(self.session, workspace=workspace, archived=archived)
+
+    def register_model_version(
+        self,
+        name: str,
+        checkpoint_uuid: str,
+        *,
+        workspace: str | None = None,
+        description: str = "",
+        tags: Sequence[str] = (),
+    ) -> ModelVersionInfo:
+        """Version N+1 of the model: a COMPLETED checkpoint of its workspace, never changed
+        after and never deleted by retention while the version exists."""
+        return models.register_version(
+            self.session,
+            name,
+            checkpoint_uuid,
+            workspace=workspace,
+            description=description,
+            tags=tags,
+        )
+
+    def set_model_alias(
+        self, name: str, alias: str, version: int, *, workspace: str | None = None
+    ) -> ModelAliasInfo:
+        """Point the alias (e.g. "production") at a version: made, or moved."""
+        return models.set_alias(self.session, name, alias, version, workspace=workspace)
+
+    def get_model_version(self, uri: str) -> ModelVersionDetail:
+        """The version a model URI (or NAME@ALIAS, NAME/VERSION, NAME) names, with its
+        lineage: checkpoint, trial, experiment, code, environment, validation metrics."""
+        return models.resolve(self.session, parse_model_ref(uri))
+
+    def resolve_model(self, uri: str, dest: str | Path | None = None) -> Path:
+        """The local directory holding the checkpoint of the version `uri` names:
+        shipyard://models/NAME@ALIAS or shipyard://models/NAME/VERSION (?workspace=W when
+        the name is in several workspaces). Downloaded into dest, or by default into
+        ~/.cache/shipyard/models/<workspace>/<name>/<version>/, reused once complete."""
+        version = models.resolve(self.session, parse_model_ref(uri))
+        if dest is None:
+            return models.cached_download(self.session, version)
+        checkpoints.download_checkpoint(self.session, version.checkpoint_uuid, dest)
         return Path(dest)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import getpass
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shipyard.client.code_record import code_record
 from shipyard.client.contexts import Progress, build_context, upload_context
 from shipyard.client.experiments import create_experiment
 from shipyard.client.session import Session
@@ -46,11 +48,13 @@ def submit_experiment(
     overrides: Mapping[str, Any] | None = None,
     paused: bool = False,
     progress: Progress | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> ExperimentDetail:
     """Everything that can be checked here is checked before anything is sent.
     overrides: dotted paths to values ({"hyperparameters.lr": 0.1}) set in the config first
     (the config is then sent as YAML without its comments); paused: no trial starts until
-    the experiment is activated; progress: told the bytes of the code sent so far."""
+    the experiment is activated; progress: told the bytes of the code sent so far; warn:
+    told what the user should know of the code's git record (default: warnings.warn)."""
     from shipyard.common.config import load_config, validate_context
     from shipyard.common.config.overrides import overridden_text
 
@@ -60,14 +64,20 @@ def submit_experiment(
     archive = build_context(context_dir)
     validate_context(config, archive.files)
     uploaded = upload_context(session, archive.data, progress=progress)
+    code = code_record(session, context_dir, warn or _warn)
     request = CreateExperimentRequest(
         config_yaml=text,
         context_id=uploaded.id,
         config_file=name,
         owner=login_name(),
         paused=paused,
+        code=code,
     )
     return create_experiment(session, request)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def login_name() -> str | None:

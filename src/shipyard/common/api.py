@@ -62,6 +62,12 @@ class CreateExperimentRequest(BaseModel):
         "clients sent their login name here)",
     )
     paused: bool = Field(False, description="create it paused: no trial starts until activate")
+    code: dict[str, Any] | None = Field(
+        None,
+        description="what git said of the code at submit (commit, branch, remote without "
+        "credentials, dirty, the diff against HEAD or the id of its stored blob, unpushed "
+        "commits); None: not a git work tree",
+    )
 
 
 class PreviewSearchRequest(BaseModel):
@@ -97,7 +103,7 @@ class SearchPreview(BaseModel):
 
 class MetricSummary(BaseModel):
     name: str
-    group: str  # "training" or "validation"
+    group: str  # "training", "validation" or any group a trial reported
     count: int
     last: float | None
     last_step: int | None
@@ -175,11 +181,14 @@ class ExperimentSummary(BaseModel):
     ended_at: datetime | None = None
     archived: bool = False  # hidden from lists unless asked for (only ended ones)
     forked_from: int | None = None  # the experiment it was forked from (`experiment fork`)
+    rerun_of: int | None = None  # the trial it runs again (`trial rerun`)
 
 
 class ExperimentDetail(ExperimentSummary):
     config: dict[str, Any]
     context_id: str | None
+    # What git said of the code at submit (None: not a git work tree, or submitted before).
+    code: dict[str, Any] | None = None
     trials: list[TrialSummary] = []
     # What the searcher says of the whole search: brackets (ASHA), lineage (PBT), the
     # Pareto front (multi-objective Optuna).
@@ -305,7 +314,7 @@ class MetricName(BaseModel):
     """A metric some trial of an experiment reported."""
 
     name: str
-    group: str  # "training" or "validation"
+    group: str  # "training", "validation" or any group a trial reported
 
 
 class Curve(BaseModel):

@@ -10,14 +10,17 @@ A loop that asks both every step calls should_preempt_or_stop(): one collective 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from shipyard.common.errors import InvalidRequest
+from shipyard.core._tensorboard import TensorBoard, directory_of
 from shipyard.core.distributed import DistributedContext
 from shipyard.core.preempt import PreemptContext
 from shipyard.core.searcher import DEFAULT_WAIT_S, SearcherContext, SearcherOperation
-from shipyard.core.train import TRAINING, VALIDATION, check_progress, make_report
+from shipyard.core.train import TRAINING, VALIDATION, check_group, check_progress, make_report
 
 
 class WorkerTrain:
@@ -31,8 +34,20 @@ class WorkerTrain:
     def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
         make_report(VALIDATION, steps_completed, metrics)
 
+    def report_metrics(self, group: str, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        make_report(check_group(group), steps_completed, metrics)
+
     def report_progress(self, fraction: float) -> None:
         check_progress(fraction)
+
+    # Set by make_context: this rank's own directory, tensorboard/rank-<n> (no scalars).
+    tensorboard: TensorBoard | None = None
+
+    def get_tensorboard_path(self) -> Path:
+        if self.tensorboard is None:
+            rank = int(os.environ.get("SHIPYARD_RANK") or 0)
+            self.tensorboard = TensorBoard(directory_of(os.getcwd(), rank))
+        return self.tensorboard.path()
 
     def flush(self, timeout_s: float = 0.0) -> None:
         return None

@@ -13,6 +13,7 @@ from typing import Any
 from shipyard.common.errors import InvalidRequest
 from shipyard.core._env import env_int, env_json, env_str
 from shipyard.core._run_error import failure_message, send_run_error
+from shipyard.core.artifacts import ArtifactsContext, DroppedArtifacts, make_artifacts
 from shipyard.core.checkpoint import CheckpointContext, LocalCheckpoint, MasterCheckpoint
 from shipyard.core.distributed import DistributedContext, make_distributed
 from shipyard.core.info import Info, info_from_env
@@ -41,8 +42,11 @@ class Context:
         distributed: DistributedContext,
         on_close: list[Any] | None = None,
         on_error: Callable[[str], None] | None = None,
+        artifacts: ArtifactsContext | None = None,
     ) -> None:
         self.info = info
+        # make_context gives every context its own (core/artifacts.py).
+        self.artifacts: ArtifactsContext = artifacts or DroppedArtifacts()
         self.train = train
         self.checkpoint = checkpoint
         self.preempt = preempt
@@ -93,7 +97,10 @@ class Context:
             return
         self._closed = True
         try:
-            self.train.close(timeout_s)
+            try:
+                self.train.close(timeout_s)
+            finally:  # the artifacts logged so far are stored, whatever the metrics did
+                self.artifacts.close(timeout_s)
         except Exception as exc:
             if raise_errors:
                 raise
@@ -122,11 +129,25 @@ def make_context(
             context = _local_context(info, distributed)
         else:
             context = _master_context(master, info, distributed)
+        _attach_tensorboard(context, info, distributed.rank, with_master=master is not None)
     except BaseException:
         distributed.close()
         raise
+    context.artifacts = make_artifacts(
+        master=master,
+        trial_id=info.trial_id,
+        run_id=info.run_id,
+        is_chief=distributed.is_chief,
+        storage=_storage_from_env,
+    )
     if distributed.size > 1:
         _chief_decides(context, distributed)
+    if master is not None and info.trial_id is not None:
+        from shipyard.core._environment_report import start_report
+
+        report = start_report(master, info.trial_id, info.run_id, distributed.rank)
+        if report is not None:
+            context._on_close.insert(0, report.close)
     return context
 
 
@@ -192,6 +213,28 @@ def _worker_context(info: Info, distributed: DistributedContext) -> Context:
         on_close=[distributed.close],
         on_error=on_error,
     )
+
+
+def _attach_tensorboard(context: Context, info: Info, rank: int, *, with_master: bool) -> None:
+    """ctx.train.get_tensorboard_path(), Shipyard's metrics as TensorBoard scalars and the
+    copy of the directory to the checkpoint storage (core/_tensorboard.py)."""
+    from shipyard.core._chief import WorkerTrain
+    from shipyard.core._tensorboard import make_tensorboard
+    from shipyard.core.train import _QueuedTrain
+
+    tensorboard = make_tensorboard(
+        workdir=os.getcwd(),
+        rank=rank,
+        with_master=with_master,
+        experiment_id=info.experiment_id,
+        trial_id=info.trial_id,
+        store=lambda: _storage_from_env().store,
+    )
+    if isinstance(context.train, _QueuedTrain | WorkerTrain):
+        context.train.tensorboard = tensorboard
+    if isinstance(context.checkpoint, LocalCheckpoint):
+        context.checkpoint.on_stored = tensorboard.checkpointed
+    context._on_close.insert(0, tensorboard.close)
 
 
 def _chief_decides(context: Context, distributed: DistributedContext) -> None:

@@ -78,6 +78,8 @@ class LocalCheckpoint:
         self._make_storage = storage
         self._storage: CheckpointStorage | None = None
         self._info = info
+        # Called after each stored checkpoint (the TensorBoard files' copy); returns at once.
+        self.on_stored: Callable[[], None] | None = None
 
     @property
     def storage(self) -> CheckpointStorage:
@@ -147,6 +149,8 @@ class LocalCheckpoint:
         """Only a checkpoint whose metadata.json is written gets here: register it."""
         self._register(uuid, metadata, steps_completed, resources)
         self._info.latest_checkpoint = uuid
+        if self.on_stored is not None:
+            self.on_stored()
 
     def _register(
         self, uuid: str, metadata: dict[str, Any], steps_completed: int, resources: dict[str, int]

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from shipyard.common.metric_groups import TRAINING, VALIDATION, is_group, refusal
 from shipyard.core._report_queue import ReportQueue
 from shipyard.core._retry import request_with_retry
+from shipyard.core._tensorboard import TensorBoard, directory_of
 
 if TYPE_CHECKING:
     from shipyard.core._http import JsonHttp  # http.client is imported only with a master
-
-TRAINING = "training"
-VALIDATION = "validation"
 
 
 class TrainContext(Protocol):
@@ -27,12 +28,24 @@ class TrainContext(Protocol):
         """Queue validation metrics; the searcher acts on its metric from these."""
         ...
 
+    def report_metrics(self, group: str, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        """Queue metrics of any group (a letter, then up to 31 letters, digits, _ . -).
+        "validation" is report_validation_metrics, "training" report_training_metrics; any
+        other group is stored and charted alike, and the searcher does not read it."""
+        ...
+
     def report_progress(self, fraction: float) -> None:
         """Queue how far the trial is, from 0.0 to 1.0."""
         ...
 
     def flush(self, timeout_s: float = ...) -> None:
         """Wait until everything reported so far is delivered."""
+        ...
+
+    def get_tensorboard_path(self) -> Path:
+        """This rank's TensorBoard directory (created): ``tensorboard/`` in the working
+        directory, ``tensorboard/rank-<n>/`` for rank n. Its files are kept in the checkpoint
+        storage, beside the scalars of Shipyard's own metrics."""
         ...
 
     def close(self, timeout_s: float = ...) -> None: ...
@@ -45,17 +58,29 @@ DEFAULT_FLUSH_TIMEOUT_S = 90.0
 class _QueuedTrain(ReportQueue):
     """Validation on the calling thread, delivery on the sender thread."""
 
+    # Set by make_context; the sender thread writes delivered reports as TensorBoard scalars.
+    tensorboard: TensorBoard | None = None
+
     def report_training_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
         self.enqueue_report(make_report(TRAINING, steps_completed, metrics))
 
     def report_validation_metrics(self, steps_completed: int, metrics: Mapping[str, Any]) -> None:
         self.enqueue_report(make_report(VALIDATION, steps_completed, metrics))
 
+    def report_metrics(self, group: str, steps_completed: int, metrics: Mapping[str, Any]) -> None:
+        # Checked here, on the calling thread: the master would refuse the whole batch.
+        self.enqueue_report(make_report(check_group(group), steps_completed, metrics))
+
     def report_progress(self, fraction: float) -> None:
         self.enqueue_progress(check_progress(fraction))
 
     def flush(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
         super().flush(timeout_s)
+
+    def get_tensorboard_path(self) -> Path:
+        if self.tensorboard is None:
+            self.tensorboard = TensorBoard(directory_of(os.getcwd(), 0))
+        return self.tensorboard.path()
 
     def close(self, timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
         super().close(timeout_s)
@@ -73,6 +98,8 @@ class LocalTrain(_QueuedTrain):
             lines.append(f"[shipyard] progress {progress * 100:.1f}%")
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
+        if self.tensorboard is not None:  # only with SHIPYARD_TENSORBOARD=1 in local mode
+            self.tensorboard.write(reports)
 
 
 class MasterTrain(_QueuedTrain):
@@ -92,6 +119,8 @@ class MasterTrain(_QueuedTrain):
         if reports:
             body = {"run_id": self._run_id, "reports": reports}
             request_with_retry(self._http, "POST", f"{base}/metrics", body)
+            if self.tensorboard is not None:  # what the master has, as TensorBoard scalars
+                self.tensorboard.write(reports)
         if progress is not None:
             body = {"run_id": self._run_id, "progress": progress}
             request_with_retry(self._http, "POST", f"{base}/progress", body)
@@ -105,6 +134,13 @@ def check_progress(fraction: Any) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"progress must be between 0 and 1, got {value}")
     return value
+
+
+def check_group(group: Any) -> str:
+    """A metric group, checked with the master's rule (shipyard.common.metric_groups)."""
+    if not is_group(group):
+        raise (ValueError if isinstance(group, str) else TypeError)(refusal(group))
+    return group
 
 
 def make_report(group: str, steps_completed: int, metrics: Mapping[str, Any]) -> dict[str, Any]:

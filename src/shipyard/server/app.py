@@ -29,6 +29,7 @@ from shipyard.server.pools import (
     partition,
 )
 from shipyard.server.routers import (
+    artifacts,
     audit,
     auth,
     checkpoints,
@@ -38,7 +39,9 @@ from shipyard.server.routers import (
     health,
     jobs,
     master,
+    models,
     roles,
+    run_records,
     searcher,
     secrets,
     tokens,
@@ -122,6 +125,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Open: the health probe, logging in and out. Trials' routes check their task token.
     for module in (health, auth, trial_side):
         app.include_router(module.router, prefix="/api/v1", responses=ERRORS)
+    app.include_router(artifacts.trial_router, prefix="/api/v1", responses=ERRORS)
     # Everything else needs a user (auth.py's whoami and tickets ask on their own).
     signed_in = [Depends(current_user)]
     for module in (
@@ -130,7 +134,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         experiments,
         jobs,
         trials,
+        run_records,
+        artifacts,
         checkpoints,
+        models,
         searcher,
         workspaces,
         groups,

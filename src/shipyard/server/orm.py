@@ -121,6 +121,15 @@ class Experiment(Base):
     # Migration 0012: the experiment this one was forked from (no foreign key: deleting
     # the original leaves its forks as they are).
     forked_from: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # Migration 0014: what git said at submit (shipyard.client.git_capture's record, and
+    # the id of the stored diff when it was too large to keep inline). None: not a git
+    # work tree, or submitted before.
+    code: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # Migration 0014: `trial rerun`'s experiment: the trial it runs again (no foreign key,
+    # as forked_from) and that trial's seed, which its trials get instead of one derived
+    # from the experiment's seed.
+    rerun_of: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    trial_seed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class Trial(Base):
@@ -185,6 +194,18 @@ class TrialRun(Base):
     # Where it ran, as its backend said at launch (migration 0005): pool, container image and
     # image id, engine job or node; see Handle.ENVIRONMENT.
     environment: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+
+
+class RunEnvironment(Base):
+    """The environment one rank of one run captured at its start (migration 0014;
+    shipyard.common.environment): a gang's ranks may sit on different machines."""
+
+    __tablename__ = "run_environments"
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record: Mapped[dict[str, Any]] = mapped_column(JSON)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class SearcherEvent(Base):
@@ -265,6 +286,66 @@ class Checkpoint(Base):
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     storage_path: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Artifact(Base):
+    """A file a trial keeps beside its metrics (migration 0014): an image, a text, a table
+    or any file, stored in the experiment's checkpoint storage at storage_path. One per
+    (trial, name, step): a run that sends it again replaces it."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("trial_id", "name", "steps_completed"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(Integer)
+    trial_id: Mapped[int] = mapped_column(Integer, index=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    name: Mapped[str] = mapped_column(String(256))
+    steps_completed: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    kind: Mapped[str] = mapped_column(String(16))  # image, text, table or file
+    media_type: Mapped[str] = mapped_column(String(128))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    storage_path: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Model(Base):
+    """A named model of a workspace (migration 0014): its versions are checkpoints."""
+
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("workspace_id", "name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id"))
+    name: Mapped[str] = mapped_column(String(256))
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ModelVersion(Base):
+    """Version N of a model: one checkpoint, never changed (only its description and tags);
+    a registered checkpoint is never deleted by retention."""
+
+    __tablename__ = "model_versions"
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    checkpoint_uuid: Mapped[str] = mapped_column(ForeignKey("checkpoints.uuid"), index=True)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    created_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class ModelAlias(Base):
+    """A movable name for one version of a model (e.g. "production")."""
+
+    __tablename__ = "model_aliases"
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), primary_key=True)
+    alias: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class LogLine(Base):

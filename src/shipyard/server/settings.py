@@ -17,6 +17,9 @@ class Settings(BaseSettings):
     db_url: str | None = None  # default: SQLite file in home
     slots: int | None = None  # CPU slots when no GPU is found; default: one per core
     max_context_mb: int = 96
+    # The largest artifact a trial may record (ctx.artifacts; the trial side reads the same
+    # variable, SHIPYARD_ARTIFACT_MAX_BYTES, and refuses a larger one before writing it).
+    artifact_max_bytes: int = 64 * 2**20
     # The master's config file (resource pools); see server/pools.py.
     config_file: Path | None = None
     # A trial asked to give up its slots (preemption, pause) is killed after this long,

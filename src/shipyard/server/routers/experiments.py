@@ -6,7 +6,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from shipyard.common import api, api_experiments, api_teams
+from shipyard.common import api, api_experiments, api_teams, metric_groups
 from shipyard.common.errors import InvalidRequest
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
@@ -20,6 +20,8 @@ from shipyard.server.services import (
     logs,
     metric_series,
     stored_curves,
+    trial_rerun,
+    trials,
     views,
     workspaces,
 )
@@ -45,8 +47,13 @@ def create_experiment(
 
 
 def _create(
-    req: api.CreateExperimentRequest, p: Principal, m: MasterState, forked_from: int | None = None
+    req: api.CreateExperimentRequest,
+    p: Principal,
+    m: MasterState,
+    forked_from: int | None = None,
+    rerun: tuple[int, int] | None = None,
 ) -> api.ExperimentDetail:
+    """rerun: (trial id, its seed) for `trial rerun`."""
     cfg = experiments.load_checked(req, p.grants, m.db)
     with m.db.write() as s:
         exp = experiments.create(
@@ -59,6 +66,8 @@ def _create(
             grants=p.grants,
             session=s,
             forked_from=forked_from,
+            rerun_of=rerun[0] if rerun else None,
+            trial_seed=rerun[1] if rerun else None,
         )
         exp_id = exp.id
     m.orchestrator.wake(Reason.EXPERIMENT)
@@ -333,6 +342,31 @@ def fork_experiment(
 
 
 @router.post(
+    "/trials/{trial_id}/rerun",
+    operation_id="rerun_trial",
+    response_model=api.ExperimentDetail,
+    status_code=201,
+)
+def rerun_trial(
+    trial_id: int,
+    paused: bool = Query(False, description="create it paused: it starts with activate"),
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> Response:
+    """A new one-trial experiment that runs this trial again: its experiment's code
+    snapshot and config, the trial's hyperparameters and its seed. Anyone who sees the trial
+    may rerun it into a workspace where they may submit (as for a fork)."""
+    with m.db.read() as s:
+        trial = trials.get(trial_id, session=s, visible=p.sees)
+        original = trials.experiment_of(trial.id, session=s)
+        create_req = trial_rerun.rerun_request(trial, original, paused=paused)
+        experiment_continue.require_own_keys(original, create_req, p.grants, p.username)
+        rerun = (trial.id, trial.seed, original.id)
+    made = _create(create_req, p, m, forked_from=rerun[2], rerun=rerun[:2])
+    return json_response(made, status_code=201)
+
+
+@router.post(
     "/experiments/{exp_id}/continue",
     operation_id="continue_experiment",
     response_model=api.ActionResult,
@@ -382,7 +416,9 @@ def list_experiment_trials(
 def get_experiment_curves(
     exp_id: int,
     name: str = Query(..., min_length=1, description="the metric"),
-    group: Literal["validation", "training"] = "validation",
+    group: str = Query(
+        "validation", pattern=metric_groups.PATTERN, description="the metric's group"
+    ),
     max_points: int | None = Query(
         None,
         ge=2,

@@ -3,6 +3,7 @@ trial's task token (see auth/principal.trial_task), and a report names the token
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query
@@ -16,6 +17,7 @@ from shipyard.server.services import (
     checkpoint_storage,
     logs,
     metrics,
+    run_records,
     searching,
     trial_reports,
     trials,
@@ -110,6 +112,26 @@ def report_trial_progress(
         raise InvalidRequest(f"progress must be a number from 0 to 1, got {progress!r}")
     with m.db.write() as s:
         trial_reports.progress(trial_id, float(progress), session=s)
+    return {}
+
+
+@router.post("/trials/{trial_id}/environment", operation_id="report_run_environment")
+def report_run_environment(
+    trial_id: int,
+    body: dict[str, Any] = Body(...),
+    grant: TaskGrant = Depends(trial_task),
+    m: MasterState = Depends(master),
+) -> dict:
+    """A rank's capture of the environment it runs in (shipyard.common.environment), sent
+    once at its start: ``{"run_id": N, "rank": R, "record": {...}}``."""
+    run_id = grant.run(body.get("run_id"))
+    if not isinstance(run_id, int) or isinstance(run_id, bool):
+        raise InvalidRequest(f"run_id must be an integer, got {run_id!r:.40}")
+    mask = functools.partial(m.orchestrator.supervisor.run_secrets.mask, trial_id)
+    with m.db.write() as s:
+        run_records.store(
+            trial_id, run_id, body.get("rank"), body.get("record"), mask=mask, session=s
+        )
     return {}
 
 

@@ -67,3 +67,13 @@ def trial_page(trial_id: int) -> FileResponse:
 @router.get("/cluster")
 def cluster_page() -> FileResponse:
     return page()
+
+
+@router.get("/models")
+def models_page() -> FileResponse:
+    return page()
+
+
+@router.get("/models/{name}")
+def model_page(name: str) -> FileResponse:
+    return page()

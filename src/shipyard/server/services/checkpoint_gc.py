@@ -11,7 +11,7 @@ from sqlalchemy import select
 from shipyard.common.errors import ShipyardError
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import checkpoint_storage
+from shipyard.server.services import checkpoint_storage, model_refs
 from shipyard.server.services.checkpoints import DELETED, select_for_deletion
 from shipyard.server.services.lifecycle import HOLDING
 from shipyard.storage import CheckpointStorage
@@ -34,8 +34,15 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []
+    # A checkpoint a model version was registered on since it was selected is spared. (One
+    # registered while its files go still loses them: the row says DELETED only once they
+    # are gone, so that a list never shows a checkpoint whose files are gone.)
+    with db.read() as s:
+        spared = model_refs.registered(doomed, session=s)
     deleted = []
     for uuid in doomed:
+        if uuid in spared:
+            continue
         try:
             storage.delete(uuid)
         except OSError as exc:  # kept, and tried again at the next pass

@@ -20,6 +20,7 @@ from shipyard.server.services import (
     checkpoint_storage,
     experiments,
     metrics,
+    model_refs,
     trials,
     views,
 )
@@ -164,6 +165,8 @@ def select_for_deletion(
             )
         )
     )
+    # In use: the checkpoints model versions point at (a registered one is never deleted).
+    keep.update(model_refs.registered([c.uuid for c in ckpts], session=session))
     return [c for c in ckpts if c.uuid not in keep]
 
 
@@ -215,11 +218,18 @@ def of_experiment(uuid: str, experiment_id: int, *, session: Session) -> orm.Che
 
 
 def check_deletable(ckpt: orm.Checkpoint, *, session: Session) -> None:
-    """A checkpoint a user may delete: not deleted already, and not the one a trial that may
-    still run resumes from (its own latest, or a PBT child's parent's): that trial would
-    restart from nothing, or fail. Kill the trial, or wait for it to end, then delete it."""
+    """A checkpoint a user may delete: not deleted already, not one a model version points
+    at (delete the model first), and not the one a trial that may still run resumes from
+    (its own latest, or a PBT child's parent's): that trial would restart from nothing, or
+    fail. Kill the trial, or wait for it to end, then delete it."""
     if ckpt.state != COMPLETED:
         raise NotFound(f"checkpoint {ckpt.uuid} has already been deleted")
+    registered = model_refs.registered([ckpt.uuid], session=session)
+    if registered:
+        raise Conflict(
+            f"{model_refs.describe(registered)}: a registered checkpoint is kept for as long "
+            "as its model version exists (`shipyard model delete` deletes the model)"
+        )
     users = list(
         session.scalars(
             select(orm.Trial.id).where(

@@ -176,6 +176,7 @@ def fork_request(exp: orm.Experiment, req: ForkExperimentRequest) -> api.CreateE
         config_file=req.config_file if req.config_yaml else f"experiment {exp.id}'s config",
         owner=None,
         paused=req.paused,
+        code=exp.code,  # the same snapshot: what git said of it still holds
     )
 
 

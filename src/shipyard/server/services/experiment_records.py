@@ -14,13 +14,16 @@ from shipyard.common import api
 from shipyard.common.api_experiments import ExperimentChange
 from shipyard.common.errors import ConfigError, Conflict, ShipyardError
 from shipyard.common.states import ExperimentState, TrialState
+from shipyard.common.tensorboard_layout import experiment_prefix
 from shipyard.server import orm
 from shipyard.server.auth.permissions import Grants
 from shipyard.server.db import Database
 from shipyard.server.services import (
+    artifacts,
     audit,
     checkpoint_gc,
     checkpoint_storage,
+    model_refs,
     views,
     workspaces,
 )
@@ -166,7 +169,10 @@ def delete_experiment(
                 )
             )
         )
-        storage = checkpoint_storage.storage_of(exp) if uuids else None
+        artifact_trials = artifacts.trials_with_artifacts(exp_id, session=s)
+        storage = checkpoint_storage.storage_of(exp) if uuids or artifact_trials else None
+        if storage is None:  # no checkpoint, but its trials' TensorBoard files may be there
+            storage = _storage_if_open(exp)
     failed = []
     for uuid in uuids:
         try:
@@ -180,7 +186,22 @@ def delete_experiment(
             f"experiment {exp_id} was not deleted: its checkpoint storage did not delete "
             f"{len(failed)} of its {len(uuids)} checkpoints ({failed[0]}); try again"
         )
+    if artifact_trials:
+        assert storage is not None
+        failed = artifacts.delete_files(storage, artifact_trials)
+        if failed:
+            raise CheckpointsNotDeleted(
+                f"experiment {exp_id} was not deleted: its checkpoint storage did not delete "
+                f"the artifacts {failed[0]}; try again"
+            )
     if storage is not None:
+        try:  # its trials' TensorBoard files (core/_tensorboard.py copies them there)
+            storage.store.delete(experiment_prefix(exp_id))
+        except OSError as exc:
+            raise CheckpointsNotDeleted(
+                f"experiment {exp_id} was not deleted: its checkpoint storage did not delete "
+                f"its TensorBoard files ({exc}); try again"
+            ) from exc
         checkpoint_gc.remove_orphans(db, storage, exp_id)
     with db.write() as s:
         exp = get(exp_id, session=s, visible=visible)
@@ -203,6 +224,14 @@ def delete_experiment(
     return len(uuids)
 
 
+def _storage_if_open(exp: orm.Experiment) -> checkpoint_storage.CheckpointStorage | None:
+    try:
+        return checkpoint_storage.storage_of(exp)
+    except ShipyardError as exc:  # a storage key's secret is gone: nothing more is deleted
+        log.warning("experiment %s: its TensorBoard files are kept: %s", exp.id, exc)
+        return None
+
+
 def _require_ended(exp: orm.Experiment) -> None:
     if not ExperimentState(exp.state).terminal:
         raise Conflict(
@@ -210,6 +239,15 @@ def _require_ended(exp: orm.Experiment) -> None:
             "(kill it first)"
         )
     require_trials_ended(exp, "deleted")
+    session = object_session(exp)
+    assert session is not None
+    registered = model_refs.of_experiment(exp.id, session=session)
+    if registered:
+        raise Conflict(
+            f"experiment {exp.id} cannot be deleted: {model_refs.describe(registered)} "
+            "(a registered checkpoint is kept for as long as its model version exists: "
+            "`shipyard model delete` deletes the model)"
+        )
 
 
 def require_trials_ended(exp: orm.Experiment, what: str) -> None:
@@ -251,6 +289,8 @@ def _delete_rows(exp_id: int, trial_ids: list[int], *, session: Session) -> None
         orm.StoredCurve,
         orm.LogCursor,
         orm.TrialRun,
+        orm.RunEnvironment,
+        orm.Artifact,
     )
     for start in range(0, len(trial_ids), 500):  # bounded IN lists
         chunk = trial_ids[start : start + 500]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import secrets
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -40,6 +42,8 @@ from shipyard.server.services.experiment_config import config_of
 from shipyard.server.services.lifecycle import Event
 from shipyard.server.services.workspaces import Visible, get_visible
 
+MAX_CODE_RECORD_BYTES = 2 * 2**20  # git's record with its diff inline (~1 MiB at most)
+
 
 def load_checked(
     req: api.CreateExperimentRequest, grants: Grants, db: Database
@@ -72,11 +76,14 @@ def create(
     grants: Grants,
     session: Session,
     forked_from: int | None = None,
+    rerun_of: int | None = None,
+    trial_seed: int | None = None,
 ) -> orm.Experiment:
     """Validate, record, and start the searcher: the first trials are queued in the same
     transaction, so they can launch the moment it commits. The owner is who submits it
     (the request's own `owner` field is ignored: old clients send their login name), who
-    must be an editor of the config's workspace."""
+    must be an editor of the config's workspace. rerun_of, trial_seed: `trial rerun`'s
+    trial and its seed, which the new experiment's trials get."""
     project = _project_for(cfg, grants, session)
     workspace_secrets.check_at_submit(cfg, project.workspace_id, grants, session=session)
     files: set[str] = set()
@@ -109,11 +116,29 @@ def create(
         resource_pool=pool,
         owner=owner,
         forked_from=forked_from,
+        code=_checked_code(req.code),
+        rerun_of=rerun_of,
+        trial_seed=trial_seed,
     )
     session.add(exp)
     session.flush()
     searching.start(exp, cfg, session=session)
     return exp
+
+
+def _checked_code(code: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The code record as the client sent it, bounded: a diff too large to keep inline is
+    sent as a blob of its own (shipyard.client.submit), so this is small."""
+    if code is None:
+        return None
+    size = len(json.dumps(code))
+    if size > MAX_CODE_RECORD_BYTES:
+        raise InvalidRequest(
+            f"the code record is {size} bytes, over the limit of {MAX_CODE_RECORD_BYTES}: "
+            "send a large diff as a blob (diff_blob) instead of inline",
+            [{"path": "code", "message": "too large"}],
+        )
+    return code
 
 
 def _project_for(cfg: ExperimentConfig, grants: Grants, session: Session) -> orm.Project:

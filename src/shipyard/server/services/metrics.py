@@ -13,11 +13,9 @@ from sqlalchemy.orm import Session
 
 from shipyard.common import api
 from shipyard.common.errors import Conflict, InvalidRequest, NotFound
+from shipyard.common.metric_groups import VALIDATION, is_group, refusal
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
-
-GROUPS = ("training", "validation")
-
 
 MAX_STEP = 2**63 - 1  # a BIGINT
 MAX_NAME = 256  # metric_keys.name
@@ -96,8 +94,9 @@ def ingest(
     keys: MetricKeyCache,
     session: Session,
 ) -> list[dict]:
-    """Store a batch of reports for one trial; returns the validation reports stored.
-    Core statements only, each compiled once: this runs for every report of every trial."""
+    """Store a batch of reports for one trial; returns the validation reports stored (the
+    searcher reads only that group; any other is stored and served alike). Core
+    statements only, each compiled once: this runs for every report of every trial."""
     if run_id > trial.run_id:
         raise Conflict(f"trial {trial.id} has no run {run_id}")
     parsed = [_parse(report) for report in reports]
@@ -129,7 +128,7 @@ def ingest(
     return [
         {"steps_completed": step, "metrics": values}
         for group, step, values in parsed
-        if group == "validation"
+        if group == VALIDATION
     ]
 
 
@@ -137,8 +136,8 @@ def _parse(report: Any) -> tuple[str, int, dict[str, float | None]]:
     if not isinstance(report, dict):
         raise InvalidRequest("each report must be an object with group, steps_completed, metrics")
     group = report.get("group")
-    if group not in GROUPS:
-        raise InvalidRequest(f"metric group must be one of {GROUPS}, got {group!r}")
+    if not is_group(group):  # checked before any write: a bad report stores none of its batch
+        raise InvalidRequest(refusal(group))
     step = report.get("steps_completed")
     if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step <= MAX_STEP:
         raise InvalidRequest(
@@ -280,6 +279,6 @@ def value_at(trial_id: int, name: str, step: int, *, session: Session) -> float 
             orm.MetricPoint.trial_id == trial_id,
             orm.MetricPoint.steps_completed == step,
             orm.MetricKey.name == name,
-            orm.MetricKey.group == "validation",
+            orm.MetricKey.group == VALIDATION,
         )
     )

@@ -216,7 +216,7 @@ def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) 
         workspace_id=exp.workspace_id,
         request_id=request.request_id,
         hparams=request.hparams,
-        seed=trial_seed(exp.seed, request.request_id),
+        seed=_seed_of(exp, request.request_id),
         target_length=request.target,
         # PBT's exploit: the new trial starts from its parent's latest checkpoint.
         parent_trial_id=parent.id if parent else None,
@@ -225,6 +225,11 @@ def _create_trial(session: Session, exp: orm.Experiment, request: TrialRequest) 
     )
     lifecycle.apply(session, trial, Event.CREATED_PAUSED if waiting else Event.CREATED)
     session.add(trial)
+
+
+def _seed_of(exp: orm.Experiment, request_id: str) -> int:
+    """A trial's seed: derived from the experiment's, or the rerun trial's own."""
+    return exp.trial_seed if exp.trial_seed is not None else trial_seed(exp.seed, request_id)
 
 
 def _checkpoint_steps(session: Session, uuid: str | None) -> int:

@@ -231,6 +231,7 @@ def _summary_fields(
         project=place[1],
         owner=exp.owner,
         forked_from=exp.forked_from,
+        rerun_of=exp.rerun_of,
         state=exp.state,
         searcher=searcher.name,
         metric=searcher.metric,
@@ -311,6 +312,7 @@ def experiment_detail(exp: orm.Experiment, *, session: Session) -> api.Experimen
         **experiment_summary(exp, trials, session=session),
         config=checkpoint_storage.without_credentials(exp.config),
         context_id=exp.context_id,
+        code=exp.code,
         trials=trials,
         searcher_summary=(exp.searcher_state or {}).get("summary") or {},
     )

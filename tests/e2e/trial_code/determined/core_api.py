@@ -44,6 +44,8 @@ with core.init(distributed=distributed) as ctx:
             steps += 1
             loss = hparams["lr"] * 10 / steps
             ctx.train.report_training_metrics(steps_completed=steps, metrics={"loss": loss})
+            if steps % 2 == 0:  # a group of the script's own, beside training and validation
+                ctx.train.report_metrics("test", steps, {"acc": steps / 10})
             op.report_progress(steps)
             if ctx.preempt.should_preempt():
                 break
@@ -51,9 +53,13 @@ with core.init(distributed=distributed) as ctx:
         ctx.train.report_validation_metrics(steps_completed=steps, metrics={"val_loss": loss})
         ctx.train.report_metrics(group="validation", steps_completed=steps, metrics={"acc": 0.5})
         ctx.train.report_progress(1.0)
+        # The searcher's metric in another group, better than any validation: not read by it.
+        ctx.train.report_metrics(
+            group="eval.extra", steps_completed=steps, metrics={"val_loss": 0.01}
+        )
         try:
-            ctx.train.report_metrics(group="inference", steps_completed=steps, metrics={"x": 1})
-        except NotImplementedError as exc:
+            ctx.train.report_metrics(group="has space", steps_completed=steps, metrics={"x": 1})
+        except ValueError as exc:
             print(f"refused: {exc}", flush=True)
 
         with ctx.checkpoint.store_path({"steps_completed": steps}) as (path, storage_id):

@@ -25,9 +25,22 @@ export const ROUTES = {
   trialMetrics: "GET /trials/{id}/metrics",
   trialLogs: "GET /trials/{id}/logs",
   trialCheckpoints: "GET /trials/{id}/checkpoints",
+  // What a run of the trial ran (query: run_id; default the latest that captured one), and
+  // what two trials ran differently (query: rank, whose capture; default 0).
+  trialEnvironment: "GET /trials/{id}/environment",
+  trialDiff: "GET /trials/{id}/diff/{other}",
+  // The files a trial logged (ctx.artifacts), and one's bytes: an image's src, or a text
+  // or table read as text.
+  trialArtifacts: "GET /trials/{id}/artifacts",
+  artifactContent: "GET /trials/{id}/artifacts/{artifact}/content",
   // Trials of every experiment; query: state, restarted, limit.
   trials: "GET /trials",
   checkpointDownload: "GET /checkpoints/{uuid}/download",
+  // The model registry (query: workspace, archived); a model with its versions and aliases
+  // (query: workspace); a version with its lineage.
+  models: "GET /models",
+  model: "GET /models/{name}",
+  modelVersion: "GET /models/{name}/versions/{version}",
   jobs: "GET /jobs",
   slots: "GET /slots",
   pools: "GET /resource-pools",
@@ -110,10 +123,10 @@ function headersFor(method, json) {
 /**
  * @param {string} route
  * @param {PathParams | null} params
- * @param {{query?: Query | null, signal?: AbortSignal, json?: unknown}} [options]
- * @returns {Promise<any>} the answer's JSON (null when it has none)
+ * @param {{query?: Query | null, signal?: AbortSignal, json?: unknown, text?: boolean}} [options]
+ * @returns {Promise<any>} the answer's JSON (null when it has none), or with `text` its text
  */
-async function request(route, params, { query, signal, json } = {}) {
+async function request(route, params, { query, signal, json, text } = {}) {
   const { method, path } = resolve(route, params || {});
   const response = await fetch(url(path, query), {
     method,
@@ -122,7 +135,7 @@ async function request(route, params, { query, signal, json } = {}) {
     headers: headersFor(method, json),
     body: json === undefined ? undefined : JSON.stringify(json),
   });
-  const body = await response.json().catch(() => null);
+  const body = text && response.ok ? await response.text() : await response.json().catch(() => null);
   signal?.throwIfAborted(); // reading the body may have failed because of the abort
   if (!response.ok) {
     // Not logged in, or no longer: to the login page (the error still reaches the caller,
@@ -161,11 +174,28 @@ export const api = {
   trialLogs: (id, query, signal) => request(ROUTES.trialLogs, { id }, { query, signal }),
   /** @param {Id} id @param {Signal} [signal] */
   trialCheckpoints: (id, signal) => request(ROUTES.trialCheckpoints, { id }, { signal }),
+  /** @param {Id} id @param {Query} query @param {Signal} [signal] */
+  trialEnvironment: (id, query, signal) => request(ROUTES.trialEnvironment, { id }, { query, signal }),
+  /** @param {Id} id @param {Id} other @param {Query} query @param {Signal} [signal] */
+  trialDiff: (id, other, query, signal) => request(ROUTES.trialDiff, { id, other }, { query, signal }),
+  /** @param {Id} id @param {Signal} [signal] */
+  trialArtifacts: (id, signal) => request(ROUTES.trialArtifacts, { id }, { signal }),
+  /** @param {Id} id @param {Id} artifact @param {Signal} [signal] @returns {Promise<string>} */
+  artifactText: (id, artifact, signal) => request(ROUTES.artifactContent, { id, artifact }, { signal, text: true }),
+  // A link, not a request: an <img> shows it, a download link saves it.
+  /** @param {Id} id @param {Id} artifact */
+  artifactContentUrl: (id, artifact) => BASE + resolve(ROUTES.artifactContent, { id, artifact }).path,
   /** @param {Query} query @param {Signal} [signal] */
   trials: (query, signal) => request(ROUTES.trials, null, { query, signal }),
   // A link, not a request: the browser downloads the tar.
   /** @param {string} uuid */
   checkpointDownloadUrl: (uuid) => BASE + resolve(ROUTES.checkpointDownload, { uuid }).path,
+  /** @param {Query} query @param {Signal} [signal] */
+  models: (query, signal) => request(ROUTES.models, null, { query, signal }),
+  /** @param {string} name @param {Query} query @param {Signal} [signal] */
+  model: (name, query, signal) => request(ROUTES.model, { name }, { query, signal }),
+  /** @param {string} name @param {Id} version @param {Query} query @param {Signal} [signal] */
+  modelVersion: (name, version, query, signal) => request(ROUTES.modelVersion, { name, version }, { query, signal }),
   /** @param {Signal} [signal] */
   jobs: (signal) => request(ROUTES.jobs, null, { signal }),
   /** @param {Signal} [signal] */

@@ -14,12 +14,15 @@ import * as experimentsPage from "./pages/experiments.js";
 import * as experimentPage from "./pages/experiment.js";
 import * as trialPage from "./pages/trial.js";
 import * as clusterPage from "./pages/cluster.js";
+import * as modelsPage from "./pages/models.js";
 
 const ROUTES = [
   { pattern: /^\/$/, page: experimentsPage, nav: "experiments" },
   { pattern: /^\/experiments\/(\d+)\/?$/, page: experimentPage, nav: "experiments" },
   { pattern: /^\/trials\/(\d+)\/?$/, page: trialPage, nav: "experiments" },
   { pattern: /^\/cluster\/?$/, page: clusterPage, nav: "cluster" },
+  // The list and one model (its name read by the page: it is no number).
+  { pattern: /^\/models(\/[^/]+)?\/?$/, page: modelsPage, nav: "models" },
   // The only page shown without a login (the top bar then has no links: they need one).
   { pattern: /^\/login\/?$/, page: loginPage, nav: null },
 ];

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import os
 import pathlib
 from typing import Any
 
@@ -41,16 +40,14 @@ class TrainContext:
         self.validated_names = set(metrics)
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
-        """Shipyard keeps two groups, "training" and "validation"."""
+        """Any group Shipyard accepts (a letter, then up to 31 letters, digits, _ . -);
+        "validation" goes through report_validation_metrics, for op.report_completed."""
         if group == TRAINING:
             self.report_training_metrics(steps_completed, metrics)
         elif group == VALIDATION:
             self.report_validation_metrics(steps_completed, metrics)
         else:
-            raise not_supported(
-                f"report_metrics(group={group!r})",
-                'Shipyard stores the groups "training" and "validation" only',
-            )
+            self._inner.train.report_metrics(group, steps_completed, metrics)
 
     def report_progress(self, progress: float) -> None:
         self._inner.train.report_progress(progress)
@@ -66,11 +63,10 @@ class TrainContext:
         print(f"[determined] status: {status}", flush=True)
 
     def get_tensorboard_path(self) -> pathlib.Path:
-        """A directory for TensorBoard event files, kept in the trial's working directory
-        (Shipyard does not upload them to checkpoint storage yet)."""
-        trial = os.environ.get("SHIPYARD_TRIAL_ID", "local")
-        path = pathlib.Path(os.getcwd(), "tensorboard", f"trial-{trial}")
-        path.mkdir(parents=True, exist_ok=True)
+        """Shipyard's ctx.train.get_tensorboard_path(): ``tensorboard/`` in the trial's
+        working directory (``tensorboard/rank-<n>/`` for rank n), copied to the checkpoint
+        storage under ``tensorboard/experiment-<id>/trial-<id>/``."""
+        path: pathlib.Path = self._inner.train.get_tensorboard_path()
         return path
 
     def upload_tensorboard_files(self, *args: Any, **kwargs: Any) -> None:

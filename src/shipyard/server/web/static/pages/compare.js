@@ -1,7 +1,8 @@
 // @ts-check
 // The compare view of 2 to 5 trials (/experiments/{id}?compare=3,5): every metric they
-// reported overlaid, one colour a trial, and a table of their hyperparameters, config and
-// environment with the rows that differ marked.
+// reported overlaid, one colour a trial, a table of their hyperparameters, config and
+// environment with the rows that differ marked, and what they ran differently (run_diff.js:
+// the master's diff of their code, config and captured environments).
 
 import { api, isAbort } from "../api.js";
 import { CurvesChart } from "../charts.js";
@@ -9,6 +10,7 @@ import { PALETTE } from "../palette.js";
 import { h, replace, errorBox, loading, stateBadge, labeled } from "../dom.js";
 import * as fmt from "../format.js";
 import { hparamNames } from "./trials_table.js";
+import { runDiff } from "./run_diff.js";
 
 const POINTS = 400;
 
@@ -68,8 +70,10 @@ export function createCompareView(panel, exp, ids, onClose) {
   let charts = [];
   const controller = new AbortController();
   let shown = null;
+  let diffShown = null;
   const chartsBox = h("div", { class: "grid-2" }, loading("metrics"));
   const tableBox = h("div", { class: "card" }, loading("trials"));
+  const diffBox = h("section", { class: "card", "aria-label": "What they ran differently" }, loading("what they ran differently"));
 
   replace(
     panel,
@@ -77,6 +81,7 @@ export function createCompareView(panel, exp, ids, onClose) {
       h("h2", { style: { margin: 0 } }, `Comparing trials ${ids.join(", ")}`),
       h("button", { type: "button", class: "button", onclick: onClose }, "Back to the experiment")),
     tableBox,
+    diffBox,
     h("h3", null, "Metrics ", h("span", { class: "chart-legend" }, ids.map((id, i) =>
       h("span", null, h("span", { class: "swatch", style: { background: PALETTE[i % PALETTE.length] } }), `Trial ${id}  `)))),
     chartsBox,
@@ -90,6 +95,23 @@ export function createCompareView(panel, exp, ids, onClose) {
     ]);
     replace(tableBox, diffTable(exp, trials));
     drawMetrics(series.flat());
+    // The diff changes with a new run (its capture) or an end, not with every step.
+    const runs = trials.map((t) => `${t.id}:${t.run_id}:${t.state}`).join(",");
+    if (runs !== diffShown) {
+      diffShown = runs;
+      loadDiff(signal, trials).catch((error) => {
+        if (isAbort(error)) return;
+        diffShown = null; // asked again at the next update
+        replace(diffBox, h("h3", null, "What they ran differently"), errorBox(error));
+      });
+    }
+  }
+
+  async function loadDiff(signal, trials) {
+    const { element, complete } = await runDiff(ids, signal);
+    replace(diffBox, element);
+    // A running trial's capture arrives in its first seconds: asked again until it has.
+    if (!complete && trials.some((t) => t.state === "RUNNING")) diffShown = null;
   }
 
   function drawMetrics(all) {

@@ -10,11 +10,13 @@ import { createMetricsTab } from "./trial_metrics.js";
 import { createLogsTab } from "./trial_logs.js";
 import { createCheckpointsTab, createRunsTab, createEnvironmentTab } from "./trial_records.js";
 import { pollItem } from "./item_poller.js";
+import { createArtifactsTab } from "./trial_artifacts.js";
 
 const TABS = [
   { id: "metrics", title: "Metrics", create: createMetricsTab },
   { id: "logs", title: "Logs", create: createLogsTab },
   { id: "checkpoints", title: "Checkpoints", create: createCheckpointsTab },
+  { id: "artifacts", title: "Artifacts", create: createArtifactsTab },
   { id: "runs", title: "Runs", create: createRunsTab },
   { id: "environment", title: "Environment", create: createEnvironmentTab },
 ];

@@ -1,11 +1,13 @@
 // @ts-check
 // What a trial left behind: its checkpoints (with downloads), its runs (each launch, and
-// why it ended: the restarts' reasons) and the environment each run had.
+// why it ended: the restarts' reasons) and what each run ran (trial_environment.js).
 
 import { api } from "../api.js";
-import { h, replace, errorBox, loading, emptyState, facts, copyButton, simpleTable } from "../dom.js";
+import { h, replace, errorBox, loading, emptyState, copyButton, simpleTable } from "../dom.js";
 import * as fmt from "../format.js";
-import { toYaml } from "../yaml.js";
+
+// The environment tab has a module of its own; the trial page finds every tab here.
+export { createEnvironmentTab } from "./trial_environment.js";
 
 export function createCheckpointsTab(panel, page) {
   let shown = null;
@@ -65,28 +67,6 @@ export function createRunsTab(panel, page) {
       trial.last_log_lines?.length
         ? h("div", { class: "card" }, h("h3", null, "Its last lines before the end"), h("pre", { class: "code-block" }, trial.last_log_lines.join("\n")))
         : null,
-    );
-  }
-  render();
-  return { update: render };
-}
-
-export function createEnvironmentTab(panel, page) {
-  function render() {
-    const trial = page.trial;
-    const config = page.experiment?.config || {};
-    const runs = (trial.runs || []).filter((r) => r.environment && Object.keys(r.environment).length);
-    const configured = { environment: config.environment, resources: config.resources, entrypoint: config.entrypoint };
-    replace(
-      panel,
-      h("h2", null, "Where each run ran"),
-      runs.length
-        ? runs.map((r) => h("div", { class: "card" }, h("h3", null, `Run ${r.run_id}`),
-            facts(Object.entries(r.environment).map(([key, value]) => [key, h("span", { class: "mono" }, fmt.hparam(value))]))))
-        : h("p", { class: "muted" }, "No run has recorded its environment yet (it is recorded when a run starts)."),
-      h("h2", { style: { marginTop: "18px" } }, "What the experiment asked for"),
-      h("pre", { class: "code-block", tabindex: "0", "aria-label": "Environment, resources and entrypoint from the experiment config" },
-        toYaml(Object.fromEntries(Object.entries(configured).filter(([, v]) => v !== undefined)))),
     );
   }
   render();

@@ -1,0 +1,111 @@
+"""The Models pages in a real browser (Debian's Chromium through Playwright) against a real
+master with one model: its version 1 the checkpoint of a short trial, named by the alias
+`production`. The list links to the model; the model's page shows its alias and its
+version, linked to the trial and the experiment, with the trial's validation metric at the
+checkpoint's step. Its screenshot goes to the test's output folder, and to docs/images/
+with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from types import SimpleNamespace
+
+import pytest
+
+from tests.e2e.master import CODE, Master
+from tests.fixtures.require import missing, module
+from tests.ui.conftest import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DOC_IMAGES,
+    VIEWPORT,
+    Browser,
+    log_in_with_ticket,
+)
+
+pytestmark = pytest.mark.browser
+STEPS = """
+name: registry-ui
+entrypoint: python3 steps.py
+hyperparameters: {steps: 2, ckpt_every: 2, x: 0.5}
+searcher: {name: single, metric: val_loss}
+max_restarts: 0
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A master of its own with model `digits`: version 1 a finished trial's checkpoint."""
+    if not CHROMIUM.exists():
+        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
+    module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
+    master = Master(tmp_path_factory.mktemp("ui-models") / "home", slots=1).start()
+    try:
+        done = master.wait(master.create(STEPS, CODE)["id"], timeout=90)
+        assert done["state"] == "COMPLETED", done
+        trial = master.trial(done["trials"][0]["id"])
+        for method, path, body in (
+            ("POST", "/models", {"name": "digits", "description": "digits classifier"}),
+            ("POST", "/models/digits/versions", {"checkpoint_uuid": trial["latest_checkpoint"]}),
+            ("PUT", "/models/digits/aliases/production", {"version": 1}),
+        ):
+            made = master.http.request(method, path, json=body)
+            assert made.status_code in (200, 201), made.text
+        shots = tmp_path_factory.mktemp("ui-models-screenshots")
+        yield SimpleNamespace(master=master, exp_id=done["id"], trial_id=trial["id"], shots=shots)
+        if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
+            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+            for png in sorted(shots.glob("ui-*.png")):
+                shutil.copyfile(png, DOC_IMAGES / png.name)
+    finally:
+        master.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    from playwright.sync_api import sync_playwright
+
+    with (
+        sync_playwright() as playwright,
+        tempfile.TemporaryDirectory(prefix="shipyard-chromium-") as profile,
+    ):
+        context = playwright.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport=VIEWPORT,
+            color_scheme="light",
+        )
+        try:
+            log_in_with_ticket(context, site.master)
+            ui = Browser(context.new_page(), site)
+            yield ui
+            assert not ui.errors, "\n".join(ui.errors)
+        finally:
+            context.close()
+
+
+def test_the_models_pages_show_versions_with_their_lineage(browser, site):
+    page = browser.open("/models", "a[href^='/models/digits']")
+    assert page.locator("nav a[data-nav='models']").get_attribute("aria-current") == "page"
+    row = page.locator("tbody tr").first
+    assert "production → 1" in row.inner_text()
+    page.click("a[href^='/models/digits']")
+    page.wait_for_selector("caption:text('Versions of digits')", state="attached")
+    assert page.locator("h1").inner_text() == "digits"
+    assert "digits classifier" in page.locator("main").inner_text()
+    version = page.locator("tbody tr").first
+    cells = version.locator("td").all_inner_texts()
+    assert cells[0] == "1" and cells[1] == "production"
+    assert version.locator(f"a[href='/trials/{site.trial_id}']").count() == 1
+    assert version.locator(f"a[href='/experiments/{site.exp_id}']").count() == 1
+    assert cells[5] == "no git"  # submitted without a git work tree
+    assert cells[6] == "val_loss 0.75"  # 0.5² + 1/2 at step 2, the checkpoint's
+    browser.screenshot("models")
+    # a model that does not exist says so
+    page = browser.open("/models/nothing", ".error-box")
+    assert "does not exist" in page.locator(".error-box").inner_text()
+    browser.errors.clear()  # the 404 answer is logged by the browser as a failed load
