@@ -19,8 +19,9 @@ writes them into a done file. Window = the last flush's end - the first report (
 machine, one clock). What is measured is the trials' own path: MasterTrain's sender thread
 batching up to 1000 reports (2000 points here) a POST as the loop outruns it, each POST
 carrying the run's task token, POST /api/v1/trials/{id}/metrics storing them, and, after
-each POST, the same reports written as TensorBoard scalars (on by default in a trial with a
-master; --no-tensorboard sets SHIPYARD_TENSORBOARD=0 in the trials). The trials' heartbeat
+each POST, with --tensorboard only, the same reports written as TensorBoard scalars
+(SHIPYARD_TENSORBOARD=1 in the trials; off by default, as in any experiment). The trials'
+heartbeat
 and signal long-poll run beside it, as they always do.
 
 MLflow's writers are WRITERS processes (forked by this script before the window and
@@ -150,7 +151,7 @@ with shipyard.core.init() as ctx:
 
 
 def experiment_config(writers: int, steps: int, sync_dir: Path, tensorboard: bool) -> str:
-    variables = {} if tensorboard else {"SHIPYARD_TENSORBOARD": "0"}
+    variables = {"SHIPYARD_TENSORBOARD": "1"} if tensorboard else {}
     return yaml.safe_dump(
         {
             "name": "bench-metric-ingest",
@@ -595,10 +596,9 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=BENCH_VENV, help="mlflow's venv")
     parser.add_argument("--mlflow-workers", type=int, help="mlflow server --workers")
     parser.add_argument(
-        "--no-tensorboard",
-        dest="tensorboard",
-        action="store_false",
-        help="trials with SHIPYARD_TENSORBOARD=0 (default: on, as in every trial with a master)",
+        "--tensorboard",
+        action="store_true",
+        help="trials with SHIPYARD_TENSORBOARD=1: Shipyard's metrics also as TensorBoard scalars",
     )
     parser.add_argument("--only", choices=("shipyard", "mlflow"), help="measure one side only")
     args = parser.parse_args()

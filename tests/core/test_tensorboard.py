@@ -65,6 +65,12 @@ def test_each_rank_has_its_own_directory_and_only_the_chief_writes_scalars(tmp_p
             store=lambda: SharedFSStore(tmp_path / "storage"),
         )
 
+    unset = made(0)  # with a master, by default: the copy, and no scalars
+    assert unset.writer is None and unset.syncer is not None
+    unset.close()
+    local = made(0, with_master=False)
+    assert local.writer is None and local.syncer is None
+    monkeypatch.setenv("SHIPYARD_TENSORBOARD", "1")
     chief, rank_2 = made(0), made(2)
     try:
         assert chief.directory == tmp_path / "tensorboard" and chief.writer is not None
@@ -77,8 +83,6 @@ def test_each_rank_has_its_own_directory_and_only_the_chief_writes_scalars(tmp_p
     finally:
         chief.close()
         rank_2.close()
-    local = made(0, with_master=False)
-    assert local.writer is None and local.syncer is None
 
     monkeypatch.setenv("SHIPYARD_TENSORBOARD", "0")
     off = made(0)

@@ -3,7 +3,8 @@ files copied to the experiment's checkpoint storage.
 
 - The directory is ``<working dir>/tensorboard`` for the chief (rank 0) and
   ``<working dir>/tensorboard/rank-<n>`` for rank n (``ctx.train.get_tensorboard_path()``).
-- The chief's sender thread writes every report it delivers as scalars (tag
+- With SHIPYARD_TENSORBOARD=1, the chief's sender thread writes every report it delivers
+  as scalars (tag
   ``<group>/<name>``, step ``steps_completed``) into an event file of its own,
   ``events.out.tfevents.<seconds>.<microseconds>.<host>.<pid>.shipyard``; a process (a
   run) starts a new file, which sorts after the earlier runs' (readers take a directory's
@@ -13,8 +14,10 @@ files copied to the experiment's checkpoint storage.
   checkpoint storage every SYNC_INTERVAL_S, soon after each checkpoint, and once more when
   the context closes (waiting at most CLOSE_SYNC_TIMEOUT_S). It never deletes anything.
 
-``SHIPYARD_TENSORBOARD=0`` turns the scalars and the copy off (the directory remains);
-without a master neither happens unless ``SHIPYARD_TENSORBOARD=1``.
+Unset, a run with a master copies its directory and writes no scalars: they cost a loop
+that reports every step several percent (bench/step_overhead.py), so they are asked for
+with ``SHIPYARD_TENSORBOARD=1``. ``SHIPYARD_TENSORBOARD=0`` turns the copy off too (the
+directory remains); without a master neither happens unless it is 1.
 """
 
 from __future__ import annotations
@@ -327,7 +330,10 @@ def make_tensorboard(
     directory = directory_of(workdir, rank)
     if not enabled(with_master=with_master):
         return TensorBoard(directory)
-    writer = ScalarWriter(directory) if rank == 0 else None  # only the chief reports
+    # Shipyard's scalars only when asked for (SHIPYARD_TENSORBOARD=1): written in the sender
+    # thread, they cost a loop that reports every step several percent (bench/step_overhead.py).
+    scalars = os.environ.get(ENV, "").strip() == "1"
+    writer = ScalarWriter(directory) if rank == 0 and scalars else None  # the chief reports
     syncer = None
     if with_master and experiment_id is not None and trial_id is not None:
         prefix = trial_prefix(experiment_id, trial_id, rank)
