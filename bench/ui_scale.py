@@ -120,14 +120,14 @@ def seed(db_path: Path, experiment_ids: list[int], trials: int, points: int) -> 
         key_id = conn.execute(
             insert(orm.MetricKey).values(name="val_loss", group="validation")
         ).inserted_primary_key[0]
-        for exp_id in experiment_ids:
+        for index, exp_id in enumerate(experiment_ids):
             conn.execute(delete(orm.Trial).where(orm.Trial.experiment_id == exp_id))
             conn.execute(
                 update(orm.Experiment)
                 .where(orm.Experiment.id == exp_id)
                 .values(state="COMPLETED", progress=1.0, searcher_done=True, ended_at=now)
             )
-            first = experiment_ids.index(exp_id) * trials
+            first = index * trials
             rows = [
                 {
                     "experiment_id": exp_id,
