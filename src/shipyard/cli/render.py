@@ -74,7 +74,11 @@ def short_hparams(hparams: dict[str, Any], width: int = 40) -> str:
     for key, value in _flatten(hparams):
         shown = f"{value:.4g}" if isinstance(value, float) else json.dumps(value)
         parts.append(f"{key}={shown.strip(chr(34))}")
-    text = ", ".join(parts)
+    return cut(", ".join(parts), width)
+
+
+def cut(text: str, width: int) -> str:
+    """The text, or its first width - 1 characters and "…" when it is longer."""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

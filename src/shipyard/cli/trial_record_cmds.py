@@ -12,7 +12,7 @@ from rich.text import Text
 from shipyard.cli.context import open_session
 from shipyard.cli.experiment_cmds import show_created
 from shipyard.cli.output import JsonFlag, out, print_json, say
-from shipyard.cli.render import add_row, fields_table, fmt_time
+from shipyard.cli.render import add_row, cut, fields_table, fmt_time
 from shipyard.client import run_records
 from shipyard.common.api_runs import TrialDiff, TrialEnvironment
 
@@ -57,8 +57,7 @@ def _print_diff(result: TrialDiff) -> None:
 
 
 def _shown(value: Any) -> str:
-    text = "-" if value is None else str(value)
-    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 1] + "…"
+    return cut("-" if value is None else str(value), VALUE_WIDTH)
 
 
 def environment(
