@@ -136,7 +136,18 @@ def master_train(http: RecordingHttp):
 
 
 def sent_reports(http: RecordingHttp) -> list[dict]:
-    return [r for path, body in http.posts if path.endswith("/metrics") for r in body["reports"]]
+    """The reports MasterTrain posted, read back from the columns it sends them as."""
+    reports = []
+    for path, body in http.posts:
+        if not path.endswith("/metrics"):
+            continue
+        for block in body["columns"]:
+            for i, step in enumerate(block["steps"]):
+                metrics = {name: values[i] for name, values in block["metrics"].items()}
+                reports.append(
+                    {"group": block["group"], "steps_completed": step, "metrics": metrics}
+                )
+    return reports
 
 
 def test_report_metrics_queues_a_report_of_any_group(capsys):

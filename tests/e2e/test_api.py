@@ -210,6 +210,39 @@ def test_a_bad_metric_group_is_400_naming_it_and_stores_nothing_of_its_batch(mas
     master.http.post(f"/experiments/{exp_id}/kill")
 
 
+def test_metrics_sent_as_columns_are_stored_as_reports_are_and_checked_alike(master):
+    exp_id, trial_id = _running_trial(master)  # it reports loss: these are other names
+    trial_side, url = master.task_http(trial_id, run_id=1), f"/trials/{trial_id}/metrics"
+    columns = [
+        {"group": "training", "steps": [1, 2, 3], "metrics": {"col_loss": [0.9, 0.5, 0.4]}},
+        {"group": "validation", "steps": [3], "metrics": {"col_acc": [0.6]}},
+        {"group": "training", "steps": [3], "metrics": {"col_loss": [0.3]}},  # step 3 resent
+    ]
+    r = trial_side.post(url, json={"run_id": 1, "columns": columns})
+    assert r.status_code == 200 and r.json() == {"stored": 5}
+    assert master.metrics(trial_id, "training", "col_loss") == [(1, 0.9), (2, 0.5), (3, 0.3)]
+    assert master.metrics(trial_id, "validation", "col_acc") == [(3, 0.6)]
+    summary = next(m for m in master.trial(trial_id)["metrics"] if m["name"] == "col_loss")
+    assert (summary["count"], summary["min"], summary["last"]) == (3, 0.3, 0.3)
+    bad_blocks = {
+        "one value short": {"steps": [4, 5], "metrics": {"col_loss": [0.1]}},
+        "a step that is not an integer": {"steps": [4, 5.5], "metrics": {"col_loss": [0.1, 0.2]}},
+        "a negative step": {"steps": [-1], "metrics": {"col_loss": [0.1]}},
+        "a value that is not a number": {"steps": [4], "metrics": {"col_loss": ["x"]}},
+    }
+    for why, block in bad_blocks.items():
+        good = {"group": "training", "steps": [4], "metrics": {"col_loss": [0.2]}}
+        body = {"run_id": 1, "columns": [good, {"group": "training", **block}]}
+        r = trial_side.post(url, json=body)
+        assert r.status_code == 400, (why, r.text)
+        assert ("steps" in r.json()["error"]["message"]) or (
+            "'col_loss'" in r.json()["error"]["message"]
+        )
+    # Nothing of a refused batch was stored, not even its good block.
+    assert master.metrics(trial_id, "training", "col_loss") == [(1, 0.9), (2, 0.5), (3, 0.3)]
+    master.http.post(f"/experiments/{exp_id}/kill")
+
+
 def test_port_in_use_is_a_clear_error(master):
     proc = subprocess.run(
         [

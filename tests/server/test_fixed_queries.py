@@ -76,7 +76,7 @@ def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool
                 {"group": "validation", "steps_completed": 20, "metrics": {"other": -i}},
             ]
             reporting = metrics.reporting_trial(trial.id, session=s)
-            metrics.ingest(reporting, 0, reports, keys=keys, session=s)
+            metrics.ingest(reporting, 0, {"reports": reports}, keys=keys, session=s)
         return exp.id
 
 
@@ -172,7 +172,9 @@ def test_ended_trials_curves_are_stored_and_a_live_trials_curve_is_read_anew(db)
     with db.write() as s:  # the live trial reports on, and far beyond its earlier steps
         reporting = metrics.reporting_trial(live_id, session=s)
         report = {"group": "training", "steps_completed": 500, "metrics": {"loss": 42.0}}
-        metrics.ingest(reporting, 1, [report], keys=metrics.MetricKeyCache(), session=s)
+        metrics.ingest(
+            reporting, 1, {"reports": [report]}, keys=metrics.MetricKeyCache(), session=s
+        )
     with counted(db) as statements:
         second = curves(db, exp_id)
     assert not any(q.startswith(("INSERT", "DELETE")) for q in statements)  # nothing new

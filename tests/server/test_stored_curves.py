@@ -201,7 +201,9 @@ def test_a_stored_curve_is_not_served_once_its_trial_has_new_points(db):
     with db.write() as s:
         reporting = metrics.reporting_trial(reopened, session=s)
         report = {"group": "training", "steps_completed": 500, "metrics": {"loss": 42.0}}
-        metrics.ingest(reporting, 1, [report], keys=metrics.MetricKeyCache(), session=s)
+        metrics.ingest(
+            reporting, 1, {"reports": [report]}, keys=metrics.MetricKeyCache(), session=s
+        )
     with db.write() as s:
         s.get(orm.Trial, reopened).state = "COMPLETED"
     again = read_curves(db, exp_id)

@@ -117,13 +117,33 @@ class MasterTrain(_QueuedTrain):
     def deliver(self, reports: list[dict[str, Any]], progress: float | None) -> None:
         base = f"/api/v1/trials/{self._trial_id}"
         if reports:
-            body = {"run_id": self._run_id, "reports": reports}
+            body = {"run_id": self._run_id, "columns": as_columns(reports)}
             request_with_retry(self._http, "POST", f"{base}/metrics", body)
             if self.tensorboard is not None:  # what the master has, as TensorBoard scalars
                 self.tensorboard.write(reports)
         if progress is not None:
             body = {"run_id": self._run_id, "progress": progress}
             request_with_retry(self._http, "POST", f"{base}/progress", body)
+
+
+def as_columns(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Reports in the wire's column form (the master's services/metrics.Batch): a block for
+    each run of consecutive reports of one group with the same metric names, its steps in
+    one list and each metric's values in another. The master decodes and checks that
+    form several times faster, and it is a third of the bytes."""
+    blocks: list[dict[str, Any]] = []
+    columns: dict[str, list[Any]] = {}
+    steps: list[int] = []
+    group = None
+    for report in reports:
+        metrics = report["metrics"]
+        if report["group"] != group or metrics.keys() != columns.keys():
+            group, columns, steps = report["group"], {name: [] for name in metrics}, []
+            blocks.append({"group": group, "steps": steps, "metrics": columns})
+        steps.append(report["steps_completed"])
+        for name, value in metrics.items():
+            columns[name].append(value)
+    return blocks
 
 
 def check_progress(fraction: Any) -> float:

@@ -36,24 +36,22 @@ def report_trial_metrics(
     grant: TaskGrant = Depends(trial_task),
     m: MasterState = Depends(master),
 ) -> dict:
-    """Store training/validation metrics; a resent step replaces its value."""
-    reports = body.get("reports")
-    if not isinstance(reports, list):
-        raise InvalidRequest("reports must be a list")
+    """Store metrics of any group, as "reports" or as "columns" (services/metrics.Batch);
+    a resent step replaces its value."""
     with m.metric_keys.transaction(), m.db.write() as s:
         trial = metrics.reporting_trial(trial_id, session=s)
         run_id = trial_reports.current_run(trial, grant.run(body.get("run_id")))
-        validations = metrics.ingest(trial, run_id, reports, keys=m.metric_keys, session=s)
+        batch = metrics.ingest(trial, run_id, body, keys=m.metric_keys, session=s)
         options = m.searcher_options(trial.experiment_id, session=s)
-        for v in validations:
+        for v in batch.validations:
             # Every validation: one without the searcher metric or time_metric is a
             # decision too (the worst value; a stop with the reason).
             searching.record_validation(
                 trial, options, v["metrics"], v["steps_completed"], session=s
             )
-    if validations:
+    if batch.validations:
         m.orchestrator.wake(Reason.EVENT)
-    return {"stored": len(reports)}
+    return {"stored": batch.reports}
 
 
 @router.post("/trials/{trial_id}/checkpoints", operation_id="report_checkpoint")
