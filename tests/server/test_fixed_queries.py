@@ -132,6 +132,29 @@ def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of
     assert by_trials[0].best_validation is None and by_trials[0].best_trial_id is None
 
 
+def test_the_list_reads_an_ended_experiments_trials_once_and_a_live_ones_every_time(db):
+    ended, killed = add_experiment(db, 4), add_experiment(db, 2)
+    with db.write() as s:  # killed: the experiment has ended, one of its trials not yet
+        s.get(orm.Experiment, killed).state = "CANCELED"
+        stopping = s.scalars(select(orm.Trial.id).where(orm.Trial.experiment_id == killed)).first()
+        s.get(orm.Trial, stopping).state = "RUNNING"
+    first = {e.id: e for e in list_all(db)}
+    assert first[killed].trial_states["RUNNING"] == 1
+    with db.write() as s:
+        s.get(orm.Trial, stopping).state = "CANCELED"
+    with counted(db) as statements:
+        second = {e.id: e for e in list_all(db)}
+    assert "RUNNING" not in second[killed].trial_states
+    assert second[killed].trial_states["CANCELED"] == 1
+    assert second[ended] == first[ended]
+    reads_of_trials = [q for q in statements if "trials.experiment_id" in q]
+    assert len(reads_of_trials) == 2  # the killed one's states and best, not the ended one's
+    with counted(db) as statements:
+        third = {e.id: e for e in list_all(db)}
+    assert not [q for q in statements if "trials.experiment_id" in q]  # both have ended now
+    assert third == second
+
+
 def curves(db, exp_id: int) -> list[api.Curve]:
     """As GET .../curves does: read, then store the ended trials' curves computed."""
     with db.read() as s:

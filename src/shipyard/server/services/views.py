@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import checkpoint_storage, limits, metrics, searching
+from shipyard.server.services import (
+    checkpoint_storage,
+    experiment_totals,
+    limits,
+    metrics,
+    searching,
+)
 from shipyard.server.services.experiment_config import config_of
 
 
@@ -156,61 +162,20 @@ def experiment_summaries(
     number of queries (not a few per experiment): the experiment list shows hundreds."""
     if not exps:
         return []
-    ids = [e.id for e in exps]
-    t = orm.Trial
-    states: dict[int, dict[str, int]] = {i: {} for i in ids}
-    for exp_id, state, count in session.execute(
-        select(t.experiment_id, t.state, func.count())
-        .where(t.experiment_id.in_(ids))
-        .group_by(t.experiment_id, t.state)
-    ):
-        states[exp_id][state] = count
-    bests = _best_validations(exps, session)
+    totals = experiment_totals.totals(exps, session)
     places = _places(exps, session)
-    out = []
-    for exp in exps:
-        best, best_trial = bests.get(exp.id, (None, None))
-        fields = _summary_fields(
-            exp,
-            place=places[exp.project_id],
-            trial_states=states[exp.id],
-            best=best,
-            best_trial=best_trial,
+    return [
+        api.ExperimentSummary(
+            **_summary_fields(
+                exp,
+                place=places[exp.project_id],
+                trial_states=totals[exp.id].trial_states,
+                best=totals[exp.id].best,
+                best_trial=totals[exp.id].best_trial,
+            )
         )
-        out.append(api.ExperimentSummary(**fields))
-    return out
-
-
-def _best_validations(
-    exps: list[orm.Experiment], session: Session
-) -> dict[int, tuple[float | None, int | None]]:
-    """Experiment id -> (best value of its searcher metric, the first trial that has it),
-    from the per-trial summaries."""
-    metric_of = {e.id: config_of(e).searcher.metric for e in exps}
-    ms, t, mk = orm.MetricSummary, orm.Trial, orm.MetricKey
-    rows = session.execute(
-        select(t.experiment_id, t.id, mk.name, ms.min, ms.max)
-        .join(ms, ms.trial_id == t.id)
-        .join(mk, mk.id == ms.key_id)
-        .where(
-            t.experiment_id.in_(list(metric_of)),
-            mk.group == "validation",
-            mk.name.in_({m for m in metric_of.values() if m}),
-        )
-        .order_by(t.id)
-    )
-    smaller = {e.id: config_of(e).searcher.smaller_is_better for e in exps}
-    out: dict[int, tuple[float | None, int | None]] = {}
-    for exp_id, trial_id, name, low, high in rows:
-        if name != metric_of[exp_id]:
-            continue  # another experiment's searcher metric
-        value = low if smaller[exp_id] else high
-        if value is None:
-            continue
-        known = out.get(exp_id, (None, None))[0]
-        if known is None or (value < known if smaller[exp_id] else value > known):
-            out[exp_id] = (value, trial_id)
-    return out
+        for exp in exps
+    ]
 
 
 def _summary_fields(
