@@ -32,6 +32,10 @@ CHROMIUM_ARGS = [
     "--disable-gpu",
 ]
 VIEWPORT = {"width": 1280, "height": 800}
+# Chromium aborts its requests when any of the machine's network interfaces changes, which
+# the container tests running beside these do (their bridges and veth pairs): the page's
+# requests then fail with this, through no fault of the page, and the page is loaded again.
+NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 TWO_FRAMES = "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
@@ -193,19 +197,36 @@ class Browser:
         self.page = page
         self.site = site
         self.errors: list[str] = []
+        self.network_changes = 0
         self.dark = False
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
 
     def _console(self, message) -> None:
-        if message.type == "error":
+        if message.type != "error":
+            return
+        if NETWORK_CHANGED in message.text:
+            self.network_changes += 1
+        else:
             self.errors.append(f"console error at {self.page.url}: {message.text}")
 
     def open(self, path: str, ready: str, dark: bool = False, timeout_ms: float = 10_000):
         """Load `path` (in the dark theme: the system's preference, emulated) and wait until
-        `ready` (a CSS selector) shows."""
+        `ready` (a CSS selector) shows; loaded once more if the machine's network changed
+        meanwhile (NETWORK_CHANGED)."""
+        from playwright.sync_api import Error as PlaywrightError
+
         self.dark = dark
         self.page.emulate_media(color_scheme="dark" if dark else "light")
+        changes = self.network_changes
+        try:
+            return self._load(path, ready, timeout_ms)
+        except PlaywrightError as exc:
+            if self.network_changes == changes and NETWORK_CHANGED not in str(exc):
+                raise
+        return self._load(path, ready, timeout_ms)
+
+    def _load(self, path: str, ready: str, timeout_ms: float):
         self.page.goto(self.site.master.url + path)
         self.page.wait_for_selector(ready, timeout=timeout_ms)
         return self.page
