@@ -40,7 +40,8 @@ It comes from a venv of its own (BENCH_VENV: made once with `python3 -m venv` an
 install mlflow==3.*`, psycopg added for --database postgres; reused by later runs).
 
 What still differs, each side as it ships: a Shipyard POST carries up to 2000 points here
-(1000 reports of two metrics), a log-batch at most 1000; Shipyard's SQLite runs in WAL mode,
+(1000 reports of two metrics, sent as columns: the steps in one list, each metric's values in
+another), a log-batch at most 1000 (an object a metric); Shipyard's SQLite runs in WAL mode,
 MLflow's in SQLite's default rollback journal (both synchronous=FULL); Shipyard's master is
 one process, `mlflow server` starts 4 workers by default (on 2 cores, more CPU for MLflow).
 

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from sqlalchemy import case, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import case, select, update
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -16,6 +15,7 @@ from shipyard.common.errors import Conflict, InvalidRequest, NotFound
 from shipyard.common.metric_groups import VALIDATION, is_group, refusal
 from shipyard.server import orm
 from shipyard.server.orm import utcnow
+from shipyard.server.services import metric_store
 
 MAX_STEP = 2**63 - 1  # a BIGINT
 MAX_NAME = 256  # metric_keys.name
@@ -51,7 +51,7 @@ class MetricKeyCache:
 
 
 def _insert_ignore(session: Session, table, rows: list[dict]) -> None:
-    session.execute(_dialect_insert(session, table).on_conflict_do_nothing(), rows)
+    session.execute(metric_store.dialect_insert(session, table).on_conflict_do_nothing(), rows)
 
 
 def _as_value(name: str, value: Any) -> float | None:
@@ -95,19 +95,15 @@ def ingest(
     session: Session,
 ) -> Batch:
     """Store a batch of reports for one trial (``body``'s "reports", or its "columns": see
-    Batch); returns it, with the validation reports stored (the searcher reads only that group;
-    any other is stored and served alike). This runs for every report of every trial, so
-    the points go to the driver as plain tuples (one executemany on SQLite, one statement
-    over arrays on PostgreSQL): SQLAlchemy's per-row parameter handling cost more than
-    SQLite's own insert (bench/metric_ingest.py)."""
+    Batch); returns it, with the validation reports stored (the searcher reads only that
+    group; any other is stored and served alike). The SQL is metric_store's."""
     if run_id > trial.run_id:
         raise Conflict(f"trial {trial.id} has no run {run_id}")
     batch = Batch(body)
     key_ids = keys.ids(set(batch.series), session)
     series = {key_ids[pair]: points for pair, points in batch.series.items()}
     if series:
-        _upsert_points(session, trial.id, run_id, series)
-        _update_summaries(session, trial.id, series)
+        metric_store.store(session, trial.id, run_id, series)
     # One UPDATE: the furthest step so far, the report counts as a heartbeat, and new
     # points make the trial's stored curves (stored_curves.py) out of date.
     t = orm.Trial
@@ -226,130 +222,6 @@ class Batch:
                 self.validations.append({"steps_completed": step, "metrics": values_at})
 
 
-def _dialect_insert(session: Session, mapped):
-    """INSERT on the mapped class's Table: with the class itself, Session.execute would take
-    the ORM's bulk path, which costs more than the SQL."""
-    dialect = session.get_bind().dialect.name
-    return (postgresql if dialect == "postgresql" else sqlite).insert(mapped.__table__)
-
-
-def _upsert_points(
-    session: Session, trial_id: int, run_id: int, series: dict[int, dict[int, float | None]]
-) -> None:
-    connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        key_ids: list[int] = []
-        steps: list[int] = []
-        values: list[float | None] = []
-        for key_id, points in series.items():
-            key_ids += [key_id] * len(points)
-            steps += points.keys()
-            values += points.values()
-        connection.exec_driver_sql(
-            _UPSERT_POINTS_POSTGRESQL, (trial_id, run_id, key_ids, steps, values)
-        )
-    else:
-        rows = [
-            (trial_id, key_id, step, value, run_id)
-            for key_id, points in series.items()
-            for step, value in points.items()
-        ]
-        connection.exec_driver_sql(_UPSERT_POINTS_SQLITE, rows)
-
-
-_ON_CONFLICT = (
-    "ON CONFLICT (trial_id, key_id, steps_completed) "
-    "DO UPDATE SET value = excluded.value, run_id = excluded.run_id"
-)
-_UPSERT_POINTS_SQLITE = (
-    "INSERT INTO metric_points (trial_id, key_id, steps_completed, value, run_id) "
-    f"VALUES (?, ?, ?, ?, ?) {_ON_CONFLICT}"
-)
-# One statement for the whole batch (the points of a (key, step) are unique in it, as ON
-# CONFLICT DO UPDATE requires): 2,000 pipelined INSERTs cost three times as much.
-_UPSERT_POINTS_POSTGRESQL = (
-    "INSERT INTO metric_points (trial_id, key_id, steps_completed, value, run_id) "
-    "SELECT %s, key_id, step, value, %s "
-    "FROM unnest(%s::integer[], %s::bigint[], %s::double precision[]) AS p(key_id, step, value) "
-    f"{_ON_CONFLICT}"
-)
-
-_SUMMARY_FIELDS = ("count", "last", "last_step", "min", "min_step", "max", "max_step")
-
-
-def _update_summaries(
-    session: Session, trial_id: int, series: dict[int, dict[int, float | None]]
-) -> None:
-    ms = orm.MetricSummary
-    existing = {
-        r.key_id: r._asdict()
-        for r in session.execute(
-            select(ms.key_id, *(getattr(ms, f) for f in _SUMMARY_FIELDS)).where(
-                ms.trial_id == trial_id, ms.key_id.in_(list(series))
-            )
-        )
-    }
-    out = []
-    for key_id, points in series.items():
-        summary = existing.get(key_id) or {"key_id": key_id, "count": 0, "last_step": None}
-        new = sorted(points.items())
-        if summary["last_step"] is None or new[0][0] > summary["last_step"]:
-            _fold(summary, new)
-        else:  # a resent or rerun step replaced a value: recount from the points
-            _recompute(session, trial_id, summary)
-        out.append(
-            {f: summary.get(f) for f in _SUMMARY_FIELDS} | {"trial_id": trial_id, "key_id": key_id}
-        )
-    stmt = _dialect_insert(session, ms)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["trial_id", "key_id"],
-        set_={f: getattr(stmt.excluded, f) for f in _SUMMARY_FIELDS},
-    )
-    session.execute(stmt, out)
-
-
-def _fold(summary: dict, points: list[tuple[int, float | None]]) -> None:
-    """Add points later than any the summary counts, in step order; a tie keeps the
-    earliest step as best."""
-    summary["count"] = (summary.get("count") or 0) + len(points)
-    summary["last_step"], summary["last"] = points[-1]
-    numbers = [(value, step) for step, value in points if value is not None]
-    if not numbers:
-        return
-    low = min(numbers, key=_value)  # the first of equals: the earliest step
-    high = max(numbers, key=_value)
-    if summary.get("min") is None or low[0] < summary["min"]:
-        summary["min"], summary["min_step"] = low
-    if summary.get("max") is None or high[0] > summary["max"]:
-        summary["max"], summary["max_step"] = high
-
-
-def _value(point: tuple[float, int]) -> float:
-    return point[0]
-
-
-def _recompute(session: Session, trial_id: int, summary: dict) -> None:
-    points = orm.MetricPoint
-    where = (points.trial_id == trial_id, points.key_id == summary["key_id"])
-    summary["count"] = session.scalar(select(func.count()).where(*where)) or 0
-    last = session.execute(
-        select(points.steps_completed, points.value)
-        .where(*where)
-        .order_by(points.steps_completed.desc())
-        .limit(1)
-    ).first()
-    summary["last_step"], summary["last"] = (last[0], last[1]) if last else (None, None)
-    for attr, order in (("min", points.value.asc()), ("max", points.value.desc())):
-        best = session.execute(
-            select(points.value, points.steps_completed)
-            .where(*where, points.value.is_not(None))
-            .order_by(order, points.steps_completed)
-            .limit(1)
-        ).first()
-        summary[attr] = best[0] if best else None
-        summary[f"{attr}_step"] = best[1] if best else None
-
-
 def summaries(
     trial_ids: list[int], *, smaller_is_better: bool, session: Session
 ) -> dict[int, list[api.MetricSummary]]:
@@ -357,7 +229,7 @@ def summaries(
     rows = session.execute(  # plain columns, not ORM objects: tables list many trials
         select(
             ms.trial_id,
-            *(getattr(ms, f) for f in _SUMMARY_FIELDS),
+            *(getattr(ms, f) for f in metric_store.SUMMARY_FIELDS),
             orm.MetricKey.name,
             orm.MetricKey.group,
         )

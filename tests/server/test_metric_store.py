@@ -1,0 +1,70 @@
+"""The master's write path for metrics on both databases: points that come after a metric's
+last stored step are inserted and folded into its summary, and points resent for stored
+steps replace the values and recount the summary (metric_store.py takes a different
+statement for each)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy import select, update
+
+from shipyard.server import orm
+from shipyard.server.db import Database
+from shipyard.server.services import metrics
+from tests.server.test_fixed_queries import add_experiment
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'shipyard.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    database = Database(url)
+    database.migrate()
+    yield database
+    database.close()
+
+
+def send(db: Database, trial_id: int, steps: list[int], losses: list[float]) -> None:
+    with db.write() as s:
+        trial = metrics.reporting_trial(trial_id, session=s)
+        block = {"group": "training", "steps": steps, "metrics": {"loss": losses}}
+        metrics.ingest(trial, 1, {"columns": [block]}, keys=metrics.MetricKeyCache(), session=s)
+
+
+def stored(db: Database, trial_id: int) -> tuple[dict[int, float | None], dict]:
+    with db.read() as s:
+        points = dict(
+            s.execute(
+                select(orm.MetricPoint.steps_completed, orm.MetricPoint.value)
+                .join(orm.MetricKey, orm.MetricKey.id == orm.MetricPoint.key_id)
+                .where(orm.MetricPoint.trial_id == trial_id, orm.MetricKey.name == "loss")
+            ).all()
+        )
+        found = metrics.summaries([trial_id], smaller_is_better=True, session=s)[trial_id]
+    [summary] = [m for m in found if (m.name, m.group) == ("loss", "training")]
+    return points, summary.model_dump()
+
+
+def test_new_steps_are_folded_in_and_resent_steps_replace_values_and_recount(db):
+    exp_id = add_experiment(db, 1)  # loss = 1/step at steps 1..29 (trial 0)
+    with db.write() as s:
+        trial_id = s.scalars(select(orm.Trial.id).where(orm.Trial.experiment_id == exp_id)).one()
+        s.execute(
+            update(orm.Trial).where(orm.Trial.id == trial_id).values(state="RUNNING", run_id=1)
+        )
+
+    send(db, trial_id, [30, 31], [5.0, math.nan])  # after the last stored step
+    points, summary = stored(db, trial_id)
+    assert (points[30], points[31]) == (5.0, None)
+    assert summary["count"] == 31 and (summary["last_step"], summary["last"]) == (31, None)
+    assert (summary["min"], summary["max"]) == (1 / 29, 5.0)
+
+    send(db, trial_id, [29, 30], [-1.0, 0.5])  # resent: a rerun after a restart
+    points, summary = stored(db, trial_id)
+    assert (points[29], points[30], points[31]) == (-1.0, 0.5, None)
+    assert len(points) == summary["count"] == 31
+    assert (summary["min"], summary["max"], summary["last_step"]) == (-1.0, 1.0, 31)
