@@ -17,7 +17,7 @@ trial is ready and has its environment record stored. Each trial notes time.time
 its first report and after its flush returned (the master acknowledged every point) and
 writes them into a done file. Window = the last flush's end - the first report (one
 machine, one clock). What is measured is the trials' own path: MasterTrain's sender thread
-batching up to 1000 reports (2000 points here) a POST as the loop outruns it, each POST
+batching up to 10,000 points (5,000 reports here) a POST as the loop outruns it, each POST
 carrying the run's task token, POST /api/v1/trials/{id}/metrics storing them, and, after
 each POST, with --tensorboard only, the same reports written as TensorBoard scalars
 (SHIPYARD_TENSORBOARD=1 in the trials; off by default, as in any experiment). The trials'
@@ -39,8 +39,8 @@ otherwise, the backend store a SQLite file (its default kind) or the PostgreSQL 
 It comes from a venv of its own (BENCH_VENV: made once with `python3 -m venv` and `pip
 install mlflow==3.*`, psycopg added for --database postgres; reused by later runs).
 
-What still differs, each side as it ships: a Shipyard POST carries up to 2000 points here
-(1000 reports of two metrics, sent as columns: the steps in one list, each metric's values in
+What still differs, each side as it ships: a Shipyard POST carries up to 10,000 points
+(5,000 reports of two metrics, sent as columns: the steps in one list, each metric's values in
 another), a log-batch at most 1000 (an object a metric); Shipyard's SQLite runs in WAL mode,
 MLflow's in SQLite's default rollback journal (both synchronous=FULL); Shipyard's master is
 one process, `mlflow server` starts 4 workers by default (on 2 cores, more CPU for MLflow).
