@@ -21,7 +21,7 @@ from shipyard.common.errors import Conflict, MasterUnavailable
 # Per delivery at most this many points (metric values; a report of none counts as one):
 # about 250 KB of JSON as columns, well under any proxy's body limit, and a loop reporting
 # at full speed costs the master one POST and one commit per 10,000 points. With 1,000
-# reports (2,000 points) a POST, bench/metric_ingest.py stored a third fewer points a second.
+# reports (2,000 points) a POST, bench/metric_ingest.py stored a quarter fewer points a second.
 MAX_BATCH_POINTS = 10_000
 BEHIND = 1_000  # items queued: the sender is behind already and does not wait to gather
 
