@@ -101,6 +101,15 @@ class Site:
         tmp.rename(folder / f"{time.monotonic_ns()}.txt")
 
 
+def keep_doc_screenshots(shots: Path) -> None:
+    """docs/'s pictures: copied from a module's screenshots on request only, so a test run
+    leaves the tracked files as they are (SHIPYARD_UI_DOC_SCREENSHOTS=1 pytest tests/ui)."""
+    if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        for png in sorted(shots.glob("ui-*.png")):
+            shutil.copyfile(png, DOC_IMAGES / png.name)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     if not CHROMIUM.exists():
@@ -126,12 +135,7 @@ def site(tmp_path_factory):
         live_trials = master.wait_for(running_and_ready, timeout=60, what="two echo trials")
         shots = tmp_path_factory.mktemp("ui-screenshots")
         yield Site(master, asha, failed, live_id, live_trials, inbox, shots)
-        # docs/ui.md's pictures: taken again on request only, so a test run leaves the
-        # tracked files as they are (SHIPYARD_UI_DOC_SCREENSHOTS=1 pytest tests/ui).
-        if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
-            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-            for png in sorted(shots.glob("ui-*.png")):
-                shutil.copyfile(png, DOC_IMAGES / png.name)
+        keep_doc_screenshots(shots)
     finally:
         if live_id is not None:  # its trials never end by themselves
             master.http.post(f"/experiments/{live_id}/kill")

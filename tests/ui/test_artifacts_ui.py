@@ -7,9 +7,6 @@ folder, and to docs/images/ with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from types import SimpleNamespace
 
 import pytest
@@ -18,14 +15,7 @@ from tests.e2e.master import CODE, Master
 from tests.e2e.test_artifacts import GOOD
 from tests.e2e.trial_code.artifacts_trial import TEXT
 from tests.fixtures.require import missing, module
-from tests.ui.conftest import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    DOC_IMAGES,
-    VIEWPORT,
-    Browser,
-    log_in_with_ticket,
-)
+from tests.ui.conftest import CHROMIUM, keep_doc_screenshots
 
 pytestmark = pytest.mark.browser
 IMAGES_LOADED = """
@@ -49,37 +39,9 @@ def site(tmp_path_factory):
         assert done["state"] == "COMPLETED", done
         shots = tmp_path_factory.mktemp("ui-artifacts-screenshots")
         yield SimpleNamespace(master=master, trial_id=done["trials"][0]["id"], shots=shots)
-        if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
-            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-            for png in sorted(shots.glob("ui-*.png")):
-                shutil.copyfile(png, DOC_IMAGES / png.name)
+        keep_doc_screenshots(shots)
     finally:
         master.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(site):
-    from playwright.sync_api import sync_playwright
-
-    with (
-        sync_playwright() as playwright,
-        tempfile.TemporaryDirectory(prefix="shipyard-chromium-") as profile,
-    ):
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport=VIEWPORT,
-            color_scheme="light",
-        )
-        try:
-            log_in_with_ticket(context, site.master)
-            ui = Browser(context.new_page(), site)
-            yield ui
-            assert not ui.errors, "\n".join(ui.errors)
-        finally:
-            context.close()
 
 
 def test_the_artifacts_tab_shows_the_images_by_step_and_the_tables_cells(browser, site):

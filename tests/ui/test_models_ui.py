@@ -7,23 +7,13 @@ with SHIPYARD_UI_DOC_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from types import SimpleNamespace
 
 import pytest
 
 from tests.e2e.master import CODE, Master
 from tests.fixtures.require import missing, module
-from tests.ui.conftest import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    DOC_IMAGES,
-    VIEWPORT,
-    Browser,
-    log_in_with_ticket,
-)
+from tests.ui.conftest import CHROMIUM, keep_doc_screenshots
 
 pytestmark = pytest.mark.browser
 STEPS = """
@@ -55,37 +45,9 @@ def site(tmp_path_factory):
             assert made.status_code in (200, 201), made.text
         shots = tmp_path_factory.mktemp("ui-models-screenshots")
         yield SimpleNamespace(master=master, exp_id=done["id"], trial_id=trial["id"], shots=shots)
-        if os.environ.get("SHIPYARD_UI_DOC_SCREENSHOTS") == "1":
-            DOC_IMAGES.mkdir(parents=True, exist_ok=True)
-            for png in sorted(shots.glob("ui-*.png")):
-                shutil.copyfile(png, DOC_IMAGES / png.name)
+        keep_doc_screenshots(shots)
     finally:
         master.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(site):
-    from playwright.sync_api import sync_playwright
-
-    with (
-        sync_playwright() as playwright,
-        tempfile.TemporaryDirectory(prefix="shipyard-chromium-") as profile,
-    ):
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=str(CHROMIUM),
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport=VIEWPORT,
-            color_scheme="light",
-        )
-        try:
-            log_in_with_ticket(context, site.master)
-            ui = Browser(context.new_page(), site)
-            yield ui
-            assert not ui.errors, "\n".join(ui.errors)
-        finally:
-            context.close()
 
 
 def test_the_models_pages_show_versions_with_their_lineage(browser, site):
