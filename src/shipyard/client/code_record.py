@@ -9,14 +9,18 @@ and a submit never fails for it."""
 
 from __future__ import annotations
 
-import gzip
 import io
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from shipyard.client.contexts import format_size, max_context_bytes, upload_context
+from shipyard.client.contexts import (
+    format_size,
+    max_context_bytes,
+    reproducible_archive,
+    upload_context,
+)
 from shipyard.client.git_capture import capture_git
 from shipyard.client.session import Session
 from shipyard.common.errors import ShipyardError
@@ -58,12 +62,12 @@ def code_record(session: Session, directory: str | Path, warn: Warn) -> dict[str
 
 
 def _diff_blob(diff: bytes) -> bytes:
-    """The diff as a one-file gzip'd tar, reproducibly (the same diff, the same id)."""
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
-        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            info = tarfile.TarInfo(DIFF_BLOB_FILE)
-            info.size = len(diff)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(diff))
-    return buffer.getvalue()
+    """The diff as a one-file archive, reproducibly (the same diff, the same id)."""
+
+    def add_diff(tar: tarfile.TarFile) -> None:
+        info = tarfile.TarInfo(DIFF_BLOB_FILE)
+        info.size = len(diff)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(diff))
+
+    return reproducible_archive(add_diff)

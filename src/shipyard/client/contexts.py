@@ -74,19 +74,28 @@ def build_context(directory: str | Path, *, limit_bytes: int | None = None) -> C
     total = sum(sizes.values())
     if total > limit:
         raise TooLarge(_too_large_message(directory, total, limit, sizes))
+
+    def add_files(tar: tarfile.TarFile) -> None:
+        for relative, path in files.items():
+            info = tar.gettarinfo(str(path), arcname=relative)
+            if info.issym() or info.islnk():
+                info = tar.gettarinfo(str(path.resolve()), arcname=relative)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with path.open("rb") as handle:
+                tar.addfile(info, handle)
+
+    return ContextArchive(reproducible_archive(add_files), set(files))
+
+
+def reproducible_archive(fill: Callable[[tarfile.TarFile], None]) -> bytes:
+    """A gzip'd PAX tar of what ``fill`` adds. mtime=0 in the gzip header: the same files
+    give the same archive, hence the same content id."""
     buffer = io.BytesIO()
-    # mtime=0 in the gzip header: the same files give the same archive, hence the same id.
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for relative, path in files.items():
-                info = tar.gettarinfo(str(path), arcname=relative)
-                if info.issym() or info.islnk():
-                    info = tar.gettarinfo(str(path.resolve()), arcname=relative)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                with path.open("rb") as handle:
-                    tar.addfile(info, handle)
-    return ContextArchive(buffer.getvalue(), set(files))
+            fill(tar)
+    return buffer.getvalue()
 
 
 def _too_large_message(directory: str | Path, total: int, limit: int, sizes: dict[str, int]) -> str:
