@@ -170,9 +170,10 @@ def delete_experiment(
             )
         )
         artifact_trials = artifacts.trials_with_artifacts(exp_id, session=s)
-        storage = checkpoint_storage.storage_of(exp) if uuids or artifact_trials else None
-        if storage is None:  # no checkpoint, but its trials' TensorBoard files may be there
-            storage = _storage_if_open(exp)
+        # Its checkpoints and artifacts must go, so a storage that does not open is an error;
+        # without them, only its trials' TensorBoard files may be there: deleted if it opens.
+        must_open = bool(uuids or artifact_trials)
+        storage = checkpoint_storage.storage_of(exp) if must_open else _storage_if_open(exp)
     failed = []
     for uuid in uuids:
         try:
