@@ -187,12 +187,14 @@ bench: setup
 	python bench/pytorch_trial_overhead.py
 	python bench/engine_overhead.py
 	python bench/ui_scale.py
+	python bench/ui_scale.py --database postgres --experiments 100
 	python bench/auth_overhead.py
 	python bench/checkpoint_upload.py
 	python bench/share_nothing_start.py
 	python bench/environment_capture.py
 	python bench/code_capture.py
 	python bench/metric_ingest.py
+	python bench/metric_ingest.py --database postgres
 	python bench/tensorboard_scalars.py
 	@# Determined's configs come from a checkout of its repository, which nothing here may
 	@# download: `make bench DETERMINED_REPO=/path/to/determined` (a work tree or a bare clone).
