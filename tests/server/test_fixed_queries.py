@@ -21,6 +21,7 @@ from shipyard.server.services import (
     metric_series,
     metrics,
     stored_curves,
+    trial_json,
     views,
     workspaces,
 )
@@ -80,6 +81,14 @@ def add_experiment(db, n_trials: int, *, metric: str = "val_loss", smaller: bool
         return exp.id
 
 
+def experiment_trials(exp, s) -> list[api.TrialSummary]:
+    """The experiment's trials as GET /experiments/{id}/trials answers them."""
+    return [
+        api.TrialSummary.model_validate_json(t.json)
+        for t in trial_json.experiment_trials(exp, session=s)
+    ]
+
+
 @contextmanager
 def counted(db):
     statements: list[str] = []
@@ -119,7 +128,9 @@ def test_the_experiment_list_says_what_each_experiment_says_in_a_fixed_number_of
     with db.read() as s:  # the same summary the experiment's own page shows
         for summary in large:
             exp = experiments.get(summary.id, session=s)
-            detail = views.experiment_detail(exp, session=s)
+            detail = api.ExperimentDetail.model_validate_json(
+                views.experiment_detail(exp, session=s)
+            )
             assert summary.model_dump() == {
                 field: value
                 for field, value in detail.model_dump().items()
@@ -215,9 +226,9 @@ def test_an_experiments_trials_take_the_same_queries_for_2_trials_as_for_40(db):
     with db.read() as s:
         exps = [experiments.get(exp_id, session=s) for exp_id in (small, large)]
     with counted(db) as few, db.read() as s:
-        assert len(views.experiment_trials(exps[0], session=s)) == 2
+        assert len(experiment_trials(exps[0], s)) == 2
     with counted(db) as many, db.read() as s:
-        assert len(views.experiment_trials(exps[1], session=s)) == 40
+        assert len(experiment_trials(exps[1], s)) == 40
     assert len(many) == len(few) <= 2  # the trials' columns, their searcher metric
 
 
@@ -233,7 +244,32 @@ def test_an_experiments_trials_read_as_rows_are_the_summaries_of_its_trial_objec
             select(orm.Trial).where(orm.Trial.experiment_id == exp_id).order_by(orm.Trial.id)
         )
         from_objects = views.trial_summaries(exp, list(objects), session=s)
-        from_rows = views.experiment_trials(exp, session=s)
+        from_rows = experiment_trials(exp, s)
     assert from_rows == from_objects
     assert from_rows[0].end_reason == "waiting for the searcher at 8" and from_rows[0].rung == 2
     assert [t.best_validation for t in from_rows] == [0, 2, 4, 1, 3]  # (i * 7) % 5
+
+
+def test_an_ended_trials_kept_summary_follows_its_row_and_its_searcher_metric(db):
+    exp_id = add_experiment(db, 3)
+    with db.read() as s:
+        exp = experiments.get(exp_id, session=s)
+        first = trial_json.experiment_trials(exp, session=s)
+        again = trial_json.experiment_trials(exp, session=s)
+    assert [t.json for t in again] == [t.json for t in first]
+    assert all(a.json is b.json for a, b in zip(again, first, strict=True))  # kept, not rebuilt
+
+    ended, live = first[1].id, first[2].id
+    with db.write() as s:  # its checkpoint moved (one deleted), its best changed; another runs
+        s.get(orm.Trial, ended).latest_checkpoint = "c0ffee"
+        s.get(orm.Trial, live).state = "RUNNING"
+        s.get(orm.Trial, live).steps_completed = 77
+        key = s.scalar(select(orm.MetricKey.id).where(orm.MetricKey.name == "val_loss"))
+        summary = s.get(orm.MetricSummary, (ended, key))
+        summary.min = summary.last = -1.5
+    with db.read() as s:
+        now = experiment_trials(experiments.get(exp_id, session=s), s)
+    assert now[1].latest_checkpoint == "c0ffee"
+    assert now[1].best_validation == now[1].latest_validation == -1.5
+    assert (now[2].state, now[2].steps_completed, now[2].end_reason) == ("RUNNING", 77, None)
+    assert now[0] == api.TrialSummary.model_validate_json(first[0].json)  # unchanged

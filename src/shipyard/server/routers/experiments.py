@@ -11,7 +11,11 @@ from shipyard.common.errors import InvalidRequest
 from shipyard.server.auth.permissions import Action
 from shipyard.server.auth.principal import Principal, current_user
 from shipyard.server.routers.auth import address
-from shipyard.server.routers.responses import json_list_response, json_response
+from shipyard.server.routers.responses import (
+    json_bytes_response,
+    json_list_response,
+    json_response,
+)
 from shipyard.server.services import (
     checkpoints,
     experiment_continue,
@@ -20,6 +24,7 @@ from shipyard.server.services import (
     logs,
     metric_series,
     stored_curves,
+    trial_json,
     trial_rerun,
     trials,
     views,
@@ -42,8 +47,8 @@ def create_experiment(
     req: api.CreateExperimentRequest,
     p: Principal = Depends(current_user),
     m: MasterState = Depends(master),
-) -> api.ExperimentDetail:
-    return _create(req, p, m)
+) -> Response:
+    return json_bytes_response(_create(req, p, m), status_code=201)
 
 
 def _create(
@@ -52,8 +57,9 @@ def _create(
     m: MasterState,
     forked_from: int | None = None,
     rerun: tuple[int, int] | None = None,
-) -> api.ExperimentDetail:
-    """rerun: (trial id, its seed) for `trial rerun`."""
+) -> bytes:
+    """The new experiment's api.ExperimentDetail (JSON). rerun: (trial id, its seed) for
+    `trial rerun`."""
     cfg = experiments.load_checked(req, p.grants, m.db)
     with m.db.write() as s:
         exp = experiments.create(
@@ -143,7 +149,7 @@ def get_experiment(
     exp_id: int, p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> Response:
     with m.db.read() as s:
-        return json_response(
+        return json_bytes_response(
             views.experiment_detail(experiments.get(exp_id, session=s, visible=p.sees), session=s)
         )
 
@@ -338,7 +344,7 @@ def fork_experiment(
         original = experiments.get(exp_id, session=s, visible=p.sees)
         create_req = experiment_continue.fork_request(original, req)
         experiment_continue.require_own_keys(original, create_req, p.grants, p.username)
-    return json_response(_create(create_req, p, m, forked_from=exp_id), status_code=201)
+    return json_bytes_response(_create(create_req, p, m, forked_from=exp_id), status_code=201)
 
 
 @router.post(
@@ -363,7 +369,7 @@ def rerun_trial(
         experiment_continue.require_own_keys(original, create_req, p.grants, p.username)
         rerun = (trial.id, trial.seed, original.id)
     made = _create(create_req, p, m, forked_from=rerun[2], rerun=rerun[:2])
-    return json_response(made, status_code=201)
+    return json_bytes_response(made, status_code=201)
 
 
 @router.post(
@@ -403,8 +409,9 @@ def list_experiment_trials(
     exp_id: int, p: Principal = Depends(current_user), m: MasterState = Depends(master)
 ) -> Response:
     with m.db.read() as s:
-        return json_response(
-            views.experiment_trials(experiments.get(exp_id, session=s, visible=p.sees), session=s)
+        exp = experiments.get(exp_id, session=s, visible=p.sees)
+        return json_bytes_response(
+            views.experiment_trials(trial_json.experiment_trials(exp, session=s))
         )
 
 

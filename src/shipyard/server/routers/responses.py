@@ -20,6 +20,11 @@ def json_response(body: BaseModel | Sequence[BaseModel], status_code: int = 200)
     return json_list_response([item.model_dump_json().encode() for item in body], status_code)
 
 
+def json_bytes_response(data: bytes, status_code: int = 200) -> Response:
+    """An answer already serialized."""
+    return Response(data, status_code=status_code, media_type="application/json")
+
+
 def json_list_response(items: Sequence[bytes], status_code: int = 200) -> Response:
     """A JSON list of items each already serialized (e.g. kept from an earlier answer)."""
     data = b"[" + b",".join(items) + b"]"

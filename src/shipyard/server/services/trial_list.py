@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from shipyard.common import api
 from shipyard.common.states import TrialState
 from shipyard.server import orm
-from shipyard.server.services import views
+from shipyard.server.services.trial_json import end_reason
 from shipyard.server.services.workspaces import Visible, within
 
 
@@ -54,5 +54,5 @@ def _item(trial: orm.Trial, experiment_name: str) -> api.TrialListItem:
         started_at=trial.started_at,
         ended_at=trial.ended_at,
         exit_reason=trial.exit_reason,
-        end_reason=views.end_reason(trial),
+        end_reason=end_reason(trial),
     )
