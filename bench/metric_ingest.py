@@ -19,10 +19,10 @@ writes them into a done file. Window = the last flush's end - the first report (
 machine, one clock). What is measured is the trials' own path: MasterTrain's sender thread
 batching up to 10,000 points (5,000 reports here) a POST as the loop outruns it, each POST
 carrying the run's task token, POST /api/v1/trials/{id}/metrics storing them, and, after
-each POST, with --tensorboard only, the same reports written as TensorBoard scalars
-(SHIPYARD_TENSORBOARD=1 in the trials; off by default, as in any experiment). The trials'
-heartbeat
-and signal long-poll run beside it, as they always do.
+each POST, the same reports written as TensorBoard scalars, as in any experiment (the
+trials import no numpy themselves: their first 10,000 points take the pure-Python path,
+then the writer imports numpy; --no-tensorboard: SHIPYARD_TENSORBOARD=0 in the trials).
+The trials' heartbeat and signal long-poll run beside it, as they always do.
 
 MLflow's writers are WRITERS processes (forked by this script before the window and
 released by the same kind of barrier), each with a run of its own created beforehand,
@@ -152,7 +152,7 @@ with shipyard.core.init() as ctx:
 
 
 def experiment_config(writers: int, steps: int, sync_dir: Path, tensorboard: bool) -> str:
-    variables = {"SHIPYARD_TENSORBOARD": "1"} if tensorboard else {}
+    variables = {} if tensorboard else {"SHIPYARD_TENSORBOARD": "0"}
     return yaml.safe_dump(
         {
             "name": "bench-metric-ingest",
@@ -597,9 +597,10 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=BENCH_VENV, help="mlflow's venv")
     parser.add_argument("--mlflow-workers", type=int, help="mlflow server --workers")
     parser.add_argument(
-        "--tensorboard",
-        action="store_true",
-        help="trials with SHIPYARD_TENSORBOARD=1: Shipyard's metrics also as TensorBoard scalars",
+        "--no-tensorboard",
+        dest="tensorboard",
+        action="store_false",
+        help="trials with SHIPYARD_TENSORBOARD=0: no TensorBoard scalars (on by default)",
     )
     parser.add_argument("--only", choices=("shipyard", "mlflow"), help="measure one side only")
     args = parser.parse_args()

@@ -167,7 +167,11 @@ def record(master: Master, exp_id: int, store: Path) -> RunRecord:
             exit_reason=detail.get("exit_reason"),
         )
     kept_uuids = {c["uuid"] for c in kept_rows}
-    on_disk = {p.name for p in store.iterdir() if p.name[0] != "."} if store.exists() else set()
+    on_disk = (  # checkpoints: not the trials' TensorBoard files beside them
+        {p.name for p in store.iterdir() if p.name[0] != "." and p.name != "tensorboard"}
+        if store.exists()
+        else set()
+    )
     missing = sorted(
         u for u in kept_uuids if not (store / u / "metadata.json").exists()
     )  # a kept checkpoint must be restorable

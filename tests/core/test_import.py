@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ["pydantic", "httpx", "torch", "sqlalchemy", "fastapi", "shipyard.server"]
+# numpy too: the TensorBoard writer imports it at its first write (shipyard.core._tfevents_numpy).
+HEAVY = ["pydantic", "httpx", "torch", "numpy", "sqlalchemy", "fastapi", "shipyard.server"]
 
 CHECK = f"""
 import sys

@@ -65,8 +65,8 @@ def test_each_rank_has_its_own_directory_and_only_the_chief_writes_scalars(tmp_p
             store=lambda: SharedFSStore(tmp_path / "storage"),
         )
 
-    unset = made(0)  # with a master, by default: the copy, and no scalars
-    assert unset.writer is None and unset.syncer is not None
+    unset = made(0)  # with a master, by default: the copy, and the chief writes scalars
+    assert unset.writer is not None and unset.syncer is not None
     unset.close()
     local = made(0, with_master=False)
     assert local.writer is None and local.syncer is None

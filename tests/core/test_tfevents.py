@@ -1,5 +1,6 @@
-"""TensorBoard event files written by hand (shipyard.core._tfevents, _tensorboard's writer):
-the CRC32C, the TFRecord framing, and files that TensorBoard's own reader reads back."""
+"""TensorBoard event files written by hand (shipyard.core._tfevents, its numpy path
+_tfevents_numpy, _tensorboard's writer): the CRC32C, the TFRecord framing, the numpy path's
+bytes against the pure-Python path's, and files that TensorBoard's own reader reads back."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ import math
 import os
 import random
 import struct
+import subprocess
 import sys
 import types
 import warnings
 
 import pytest
 
-from shipyard.core import _tfevents
-from shipyard.core._tensorboard import ScalarWriter
+from shipyard.core import _tfevents, _tfevents_numpy
+from shipyard.core._tensorboard import NUMPY_AFTER_POINTS, ScalarWriter
 
 # TensorBoard's own pure-Python reader (it checks both CRCs of every record), not
 # TensorFlow's, whose import alone takes 20 s here: this module is what TensorBoard
@@ -84,8 +86,56 @@ def test_events_decode_with_tensorboards_protobufs():
     ]
 
 
+def _random_batch(rng: random.Random) -> list[dict]:
+    """A sender's batch: runs of one group and metric names (some of them reordered, some
+    empty) interleaved, steps whose varints take 1 to 10 bytes, and values a float32 cannot
+    hold exactly or at all."""
+    groups = ["training", "validation", "test-set.v2"]
+    names = [("loss",), ("loss", "acc"), ("acc", "loss"), ("a", "b", "c", "d"), ("é" * 70,), ()]
+    odd = [0.0, -0.0, math.nan, -math.nan, math.inf, -math.inf, 1e300, -1e39, 3.4028235e38]
+    odd += [3.4028236e38, 1e-46, 7, -(2**62), 2**70, True, False, 2**53 + 1]
+
+    def value() -> object:
+        return rng.choice(odd) if rng.random() < 0.3 else rng.uniform(-1e6, 1e6)
+
+    step = rng.choice([0, 100, 2**14 - 20, 2**35, 2**63 - 30])
+    key = (rng.choice(groups), rng.choice(names))
+    batch = []
+    for _ in range(rng.randrange(1, 300)):
+        if rng.random() < 0.05:
+            key = (rng.choice(groups), rng.choice(names))
+        step = rng.choice([step + 1, step + 1, step + rng.randrange(1 << rng.randrange(1, 60))])
+        if rng.random() < 0.01:
+            step = rng.randrange(2**64)
+        step = min(step, 2**64 - 1)
+        metrics = {name: value() for name in key[1]}
+        batch.append({"group": key[0], "steps_completed": step, "metrics": metrics})
+    return batch
+
+
+@pytest.mark.parametrize("min_rows", [1, _tfevents_numpy.MIN_ROWS])
+def test_the_numpy_path_writes_the_same_bytes_as_the_pure_python_path(monkeypatch, min_rows):
+    monkeypatch.setattr(_tfevents_numpy, "MIN_ROWS", min_rows)  # 1: every run through numpy
+    rng = random.Random(20)
+    for _ in range(100):
+        batch = _random_batch(rng)
+        wall_time = rng.uniform(0, 2e9)
+        assert _tfevents_numpy.scalars_events(wall_time, batch) == _tfevents.scalars_events(
+            wall_time, batch
+        )
+
+
+def test_the_numpy_path_leaves_what_numpy_cannot_hold_to_the_pure_python_path():
+    report = {"group": "training", "steps_completed": 1, "metrics": {"loss": 1.0}}
+    assert _tfevents_numpy.scalars_events(1.0, [report] * 10) is not None
+    big_int = {**report, "metrics": {"loss": 10**400}}  # beyond float64
+    assert _tfevents_numpy.scalars_events(1.0, [report] * 10 + [big_int]) is None
+    huge_step = {**report, "steps_completed": 2**64}  # beyond uint64
+    assert _tfevents_numpy.scalars_events(1.0, [huge_step] + [report] * 10) is None
+
+
 def _read_back(directory) -> dict[str, list[tuple[int, float]]]:
-    accumulator = EventAccumulator(str(directory))
+    accumulator = EventAccumulator(str(directory), size_guidance={"scalars": 0})  # keep all
     accumulator.Reload()
     return {
         tag: [(e.step, e.value) for e in accumulator.Scalars(tag)]
@@ -119,6 +169,52 @@ def test_tensorboards_reader_reads_the_scalars_back(tmp_path):
         "validation/val_loss": [(2, 0.125)],
         "test-set.v2/accuracy": [(2, pytest.approx(0.9, rel=1e-7))],  # a float32
     }
+
+
+def test_tensorboards_reader_reads_a_large_batch_back(tmp_path):
+    # Runs long enough for the numpy path, across varint lengths (steps 127/128, 16383/16384).
+    reports = [
+        {"group": "training", "steps_completed": step, "metrics": {"loss": step / 4, "lr": 0.5}}
+        for step in range(100, 20_000, 7)
+    ] + [{"group": "validation", "steps_completed": 20_000, "metrics": {"val_loss": 0.125}}]
+    writer = ScalarWriter(tmp_path)
+    writer.write(reports)
+    writer.close()
+
+    steps = list(range(100, 20_000, 7))
+    assert _read_back(tmp_path) == {
+        "training/loss": [(step, step / 4) for step in steps],
+        "training/lr": [(step, 0.5) for step in steps],
+        "validation/val_loss": [(20_000, 0.125)],
+    }
+
+
+SWITCH = """
+import sys
+from pathlib import Path
+from shipyard.core._tensorboard import NUMPY_AFTER_POINTS, ScalarWriter
+
+def reports(steps):
+    return [{"group": "training", "steps_completed": s, "metrics": {"loss": s / 2}} for s in steps]
+
+writer = ScalarWriter(Path(sys.argv[1]))
+writer.write(reports(range(NUMPY_AFTER_POINTS - 1)))
+writer.write(reports([NUMPY_AFTER_POINTS - 1]))
+print("numpy" in sys.modules)
+writer.write(reports(range(NUMPY_AFTER_POINTS, NUMPY_AFTER_POINTS + 100)))
+print("numpy" in sys.modules)
+writer.close()
+"""
+
+
+def test_the_writer_imports_numpy_only_after_enough_points(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", SWITCH, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+    steps = range(NUMPY_AFTER_POINTS + 100)
+    assert _read_back(tmp_path) == {"training/loss": [(step, step / 2) for step in steps]}
 
 
 def test_values_a_float32_cannot_hold(tmp_path):

@@ -34,9 +34,9 @@ def master(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def experiments(master, tmp_path_factory):
-    """Two trials (a grid over x, with Shipyard's scalars: SHIPYARD_TENSORBOARD=1) that
-    each crash at step 7 of 10 and resume from their checkpoint at step 5, and one trial
-    with SHIPYARD_TENSORBOARD=0, all at once."""
+    """Two trials (a grid over x, with Shipyard's scalars: SHIPYARD_TENSORBOARD unset, the
+    default) that each crash at step 7 of 10 and resume from their checkpoint at step 5, and
+    one trial with SHIPYARD_TENSORBOARD=0, all at once."""
     storage = tmp_path_factory.mktemp("storage")
     common = f"""
 entrypoint: python3 tensorboard_steps.py
@@ -47,8 +47,7 @@ max_restarts: 1
         "name: tensorboard\n"
         "hyperparameters: {steps: 10, ckpt_every: 5, crash_at: 7, "
         "x: {type: categorical, vals: [0.5, 2.0]}}\n"
-        "searcher: {name: grid, metric: val_loss, max_concurrent_trials: 2}\n"
-        "environment: {environment_variables: [SHIPYARD_TENSORBOARD=1]}\n" + common,
+        "searcher: {name: grid, metric: val_loss, max_concurrent_trials: 2}\n" + common,
         CODE,
     )
     off = master.create(

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 FILE_VERSION = b"brain.Event:2"
 
-# A tag is encoded once: its Value prefix (field 1, the tag; then field 2's key).
+# A tag is encoded once: its Value's head (value_head).
 _tag_cache: dict[str, bytes] = {}
 _TAG_CACHE_MAX = 10_000
 
@@ -112,28 +113,50 @@ def version_event(wall_time: float) -> bytes:
     return record(b"\x09" + struct.pack("<d", wall_time) + _length_delimited(3, FILE_VERSION))
 
 
+def scalars_events(wall_time: float, reports: list[dict[str, Any]]) -> bytes:
+    """A record for each report (in the wire shape of ctx.train: group, steps_completed,
+    metrics) with metrics: tags ``<group>/<name>``, step ``steps_completed``."""
+    chunks = []
+    for report in reports:
+        group = report["group"]
+        scalars = [
+            (f"{group}/{name}", as_float(value)) for name, value in report["metrics"].items()
+        ]
+        if scalars:
+            chunks.append(scalars_event(wall_time, report["steps_completed"], scalars))
+    return b"".join(chunks)
+
+
 def scalars_event(wall_time: float, step: int, scalars: list[tuple[str, float]]) -> bytes:
     """One record with every ``(tag, value)`` of ``scalars`` at ``step``. Values are float32
     (``simple_value``): beyond its range they become ±inf; NaN stays NaN."""
-    values = []
-    for tag, value in scalars:
-        prefix = _tag_cache.get(tag)
-        if prefix is None:
-            prefix = _length_delimited(1, tag.encode()) + b"\x15"  # field 2, fixed32
-            if len(_tag_cache) < _TAG_CACHE_MAX:
-                _tag_cache[tag] = prefix
-        values.append(_length_delimited(1, prefix + _float32(value)))
-    summary = b"".join(values)
-    event = b"".join(
+    summary = b"".join([value_head(tag) + _float32(value) for tag, value in scalars])
+    return record(event_head(wall_time, step, len(summary)) + summary)
+
+
+def event_head(wall_time: float, step: int, summary_length: int) -> bytes:
+    """An Event's bytes up to its Summary's values."""
+    return b"".join(
         (
             b"\x09",  # field 1, fixed64: wall_time
             struct.pack("<d", wall_time),
             b"\x10",  # field 2, varint: step
             _varint(step),
-            _length_delimited(5, summary),
+            b"\x2a",  # field 5, length-delimited: summary
+            _varint(summary_length),
         )
     )
-    return record(event)
+
+
+def value_head(tag: str) -> bytes:
+    """A Summary Value's bytes up to its four float32 bytes (the same for every value)."""
+    head = _tag_cache.get(tag)
+    if head is None:
+        prefix = _length_delimited(1, tag.encode()) + b"\x15"  # field 2, fixed32
+        head = _varint(1 << 3 | 2) + _varint(len(prefix) + 4) + prefix  # Summary field 1
+        if len(_tag_cache) < _TAG_CACHE_MAX:
+            _tag_cache[tag] = head
+    return head
 
 
 def _float32(value: float) -> bytes:
@@ -141,3 +164,11 @@ def _float32(value: float) -> bytes:
         return struct.pack("<f", value)
     except OverflowError:  # finite, but beyond float32's range
         return struct.pack("<f", math.copysign(math.inf, value))
+
+
+def as_float(value: Any) -> float:
+    """A metric's value as a double; an int beyond its range as ±inf."""
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond a double's range
+        return math.inf if value > 0 else -math.inf
