@@ -19,9 +19,11 @@ writes them into a done file. Window = the last flush's end - the first report (
 machine, one clock). What is measured is the trials' own path: MasterTrain's sender thread
 batching up to 10,000 points (5,000 reports here) a POST as the loop outruns it, each POST
 carrying the run's task token, POST /api/v1/trials/{id}/metrics storing them, and, after
-each POST, the same reports written as TensorBoard scalars, as in any experiment (the
-trials import no numpy themselves: their first 10,000 points take the pure-Python path,
-then the writer imports numpy; --no-tensorboard: SHIPYARD_TENSORBOARD=0 in the trials).
+each POST, the same reports written as TensorBoard scalars, as in any experiment
+(--no-tensorboard: SHIPYARD_TENSORBOARD=0 in the trials). The trials import numpy before
+the barrier, as a training script has it (torch imports it), so the scalars take the numpy
+path from the first point; without numpy they would take the pure-Python one for 10,000
+points (core/_tensorboard.py).
 The trials' heartbeat and signal long-poll run beside it, as they always do.
 
 MLflow's writers are WRITERS processes (forked by this script before the window and
@@ -113,6 +115,8 @@ import json
 import os
 import time
 from pathlib import Path
+
+import numpy  # noqa: F401 - loaded, as in a training script (torch imports it)
 
 import shipyard.core
 
