@@ -301,7 +301,7 @@ export class CurvesChart extends Plot {
           key: s.key,
           label: s.label,
           stroke: s.color,
-          width: 1.25,
+          width: 1,
           points: { show: false }, // a curve of one or two points gets dots in drawMarks
         })),
         data,
