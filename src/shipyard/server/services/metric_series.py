@@ -95,8 +95,8 @@ def curves(
     """One metric of each trial of the experiment that reported it, each downsampled to
     max_points (None: chart_points of the experiment's trial count). Ended trials' curves
     come from stored_curves once computed; the others' points are read in one query,
-    however many trials there are. ``ended_only``: leave out the live trials (to store
-    the ended ones' curves, not to answer)."""
+    however many trials there are. ``ended_only``: only the ended trials whose curve is not
+    stored, computed to be stored (the curve keeper; not an answer)."""
     keys = _keys(group, name, session)  # (name, group) is unique: one key or none
     if not keys:
         return Curves([], [])
@@ -116,12 +116,13 @@ def curves(
     # Versions are read before the points: a curve computed below is at least as new as
     # the version it is stored with (on PostgreSQL each statement sees the latest commits).
     ended = {trial_id: v for trial_id, state, v in trials if TrialState(state).terminal}
-    found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
-    wanted = [
-        trial_id
-        for trial_id, _, _ in trials
-        if trial_id not in found and (trial_id in ended or not ended_only)
-    ]
+    if ended_only:  # to store what is missing: which are current, not the stored curves
+        found: dict[int, stored_curves.Columns] = {}
+        have = stored_curves.current(experiment_id, key_id, max_points, ended, session=session)
+        wanted = [trial_id for trial_id in ended if trial_id not in have]
+    else:
+        found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
+        wanted = [trial_id for trial_id, _, _ in trials if trial_id not in found]
     to_store = []
     if wanted:
         # The ids when they are few (live trials, once the ended ones' are stored); else
