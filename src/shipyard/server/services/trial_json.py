@@ -50,6 +50,7 @@ _COLUMN_NAMES = (
 )
 _ID, _STATE = _COLUMN_NAMES.index("id"), _COLUMN_NAMES.index("state")
 _BEST = len(_COLUMN_NAMES)  # then the searcher metric's best and latest values
+_ROW_NAMES = (*_COLUMN_NAMES, "best_validation", "latest_validation")
 _TERMINAL = {state.value for state in TrialState if state.terminal}
 
 
@@ -85,7 +86,7 @@ def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[TrialJSO
         key = (tuple(row), searcher.metric)
         data = kept.get(key)
         if data is None:
-            data = _serialized(row._asdict(), searcher.metric)
+            data = _serialized(dict(zip(_ROW_NAMES, key[0], strict=True)), searcher.metric)
             if row[_STATE] in _TERMINAL:
                 _keep(kept, key, data)
         out.append(TrialJSON(row[_ID], row[_STATE], row[_BEST], data))
