@@ -12,8 +12,8 @@ from sqlalchemy import select, update
 
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import metrics
-from tests.server.test_fixed_queries import add_experiment
+from shipyard.server.services import experiments, metrics, trial_json
+from tests.server.test_fixed_queries import add_experiment, experiment_trials
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -68,3 +68,20 @@ def test_new_steps_are_folded_in_and_resent_steps_replace_values_and_recount(db)
     assert (points[29], points[30], points[31]) == (-1.0, 0.5, None)
     assert len(points) == summary["count"] == 31
     assert (summary["min"], summary["max"], summary["last_step"]) == (-1.0, 1.0, 31)
+
+
+def test_a_trial_whose_latest_value_is_nan_is_answered_each_time_and_not_kept(db):
+    # (SQLite stores a NaN as NULL; PostgreSQL keeps it.)
+    exp_id = add_experiment(db, 2)
+    with db.write() as s:
+        first = s.scalars(select(orm.Trial.id).where(orm.Trial.experiment_id == exp_id)).first()
+        key = s.scalar(select(orm.MetricKey.id).where(orm.MetricKey.name == "val_loss"))
+        s.get(orm.MetricSummary, (first, key)).last = float("nan")
+    with db.read() as s:
+        exp = experiments.get(exp_id, session=s)
+        answers = [experiment_trials(exp, s) for _ in range(3)]
+        kept_before = trial_json._kept_count
+        experiment_trials(exp, s)
+        assert trial_json._kept_count == kept_before  # a NaN key would never be found again
+    assert answers[0] == answers[1] == answers[2]
+    assert answers[0][0].latest_validation is None  # NaN is null in JSON

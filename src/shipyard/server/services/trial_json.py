@@ -12,6 +12,7 @@ its summary is built each time and not kept.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -87,7 +88,7 @@ def experiment_trials(exp: orm.Experiment, *, session: Session) -> list[TrialJSO
         data = kept.get(key)
         if data is None:
             data = _serialized(dict(zip(_ROW_NAMES, key[0], strict=True)), searcher.metric)
-            if row[_STATE] in _TERMINAL:
+            if row[_STATE] in _TERMINAL and not _nan_in(row[_BEST:]):
                 _keep(kept, key, data)
         out.append(TrialJSON(row[_ID], row[_STATE], row[_BEST], data))
     return out
@@ -103,6 +104,11 @@ def _searcher_values(metric: str | None, smaller_is_better: bool) -> tuple[Any, 
     best = select(ms.min if smaller_is_better else ms.max).where(*own).scalar_subquery()
     last = select(ms.last).where(*own).scalar_subquery()
     return best.label("best_validation"), last.label("latest_validation")
+
+
+def _nan_in(values: Any) -> bool:
+    """A NaN never equals another, so a key holding one would never be found again."""
+    return any(isinstance(v, float) and math.isnan(v) for v in values)
 
 
 def _serialized(columns: dict[str, Any], metric: str | None) -> bytes:
