@@ -7,6 +7,7 @@ points again)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import NamedTuple
 
@@ -260,6 +261,63 @@ def test_the_keeper_stores_each_ended_trials_searcher_curve_once(db):
     assert {t: stored.get(t) for t in trial_ids} == {
         t: None if t == running.id else chart_points(6) for t in trial_ids
     }
+
+
+def test_a_trial_whose_end_commits_after_a_look_has_its_curve_stored_by_the_next(db):
+    exp_id = add_experiment(db, 3)
+    with db.write() as s:
+        trial_ids = sorted(s.scalars(select(orm.Trial.id).where(orm.Trial.experiment_id == exp_id)))
+        s.execute(
+            update(orm.Trial).where(orm.Trial.id != trial_ids[0]).values(ended_at=orm.utcnow())
+        )
+        late = s.get(orm.Trial, trial_ids[0])
+        late.state, late.ended_at = "RUNNING", None
+    keeper = CurveKeeper(db)
+    keeper.keep_up()
+    assert set(searcher_curves_stored(db)) >= set(trial_ids[1:])
+    assert trial_ids[0] not in searcher_curves_stored(db)
+    with db.write() as s:  # its end stamped before that look, committed after it
+        late = s.get(orm.Trial, trial_ids[0])
+        late.state, late.ended_at = "COMPLETED", orm.utcnow() - timedelta(seconds=20)
+    keeper.keep_up()
+    assert trial_ids[0] in searcher_curves_stored(db)
+
+
+def test_a_restarted_keeper_stores_again_only_the_curve_whose_points_changed(db):
+    exp_id = add_experiment(db, 4)
+    with db.write() as s:
+        of_experiment = orm.Trial.experiment_id == exp_id
+        s.execute(update(orm.Trial).where(of_experiment).values(ended_at=orm.utcnow()))
+        trial_ids = sorted(s.scalars(select(orm.Trial.id).where(of_experiment)))
+    CurveKeeper(db).keep_up()
+    before = stored_versions(db, trial_ids)
+    assert before == trial_versions(db, trial_ids)
+    with db.write() as s:  # a trial that got points again and ended again
+        s.get(orm.Trial, trial_ids[1]).metrics_version += 1
+    CurveKeeper(db).keep_up()  # a master started again: it looks at every experiment
+    after = stored_versions(db, trial_ids)
+    assert after == trial_versions(db, trial_ids)
+    assert after == before | {trial_ids[1]: before[trial_ids[1]] + 1}
+
+
+def stored_versions(db: Database, trial_ids: list[int]) -> dict[int, int]:
+    """Trial id -> the metrics_version its stored val_loss curve was computed at."""
+    sc, mk = orm.StoredCurve, orm.MetricKey
+    with db.read() as s:
+        rows = s.execute(
+            select(sc.trial_id, sc.metrics_version)
+            .join(mk, mk.id == sc.key_id)
+            .where(mk.name == "val_loss", sc.trial_id.in_(trial_ids))
+        )
+        return dict(rows.all())
+
+
+def trial_versions(db: Database, trial_ids: list[int]) -> dict[int, int]:
+    with db.read() as s:
+        rows = s.execute(
+            select(orm.Trial.id, orm.Trial.metrics_version).where(orm.Trial.id.in_(trial_ids))
+        )
+        return dict(rows.all())
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import NamedTuple
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -90,13 +90,11 @@ def curves(
     group: str,
     max_points: int | None,
     session: Session,
-    ended_only: bool = False,
 ) -> Curves:
     """One metric of each trial of the experiment that reported it, each downsampled to
     max_points (None: chart_points of the experiment's trial count). Ended trials' curves
     come from stored_curves once computed; the others' points are read in one query,
-    however many trials there are. ``ended_only``: only the ended trials whose curve is not
-    stored, computed to be stored (the curve keeper; not an answer)."""
+    however many trials there are."""
     keys = _keys(group, name, session)  # (name, group) is unique: one key or none
     if not keys:
         return Curves([], [])
@@ -116,32 +114,65 @@ def curves(
     # Versions are read before the points: a curve computed below is at least as new as
     # the version it is stored with (on PostgreSQL each statement sees the latest commits).
     ended = {trial_id: v for trial_id, state, v in trials if TrialState(state).terminal}
-    if ended_only:  # to store what is missing: which are current, not the stored curves
-        found: dict[int, stored_curves.Columns] = {}
-        have = stored_curves.current(experiment_id, key_id, max_points, ended, session=session)
-        wanted = [trial_id for trial_id in ended if trial_id not in have]
-    else:
-        found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
-        wanted = [trial_id for trial_id, _, _ in trials if trial_id not in found]
-    to_store = []
-    if wanted:
-        # The ids when they are few (live trials, once the ended ones' are stored); else
-        # the experiment's trials, which also reads the stored ones' points, skipped below.
-        of_experiment = select(t.id).where(t.experiment_id == experiment_id)
-        among = wanted if len(wanted) <= _FEW else of_experiment
-        where = [_points.trial_id.in_(among), _points.key_id == key_id]
-        read = dict(_read(_points.trial_id, where, max_points, session))
-        for trial_id in wanted:
-            found[trial_id] = _columns(read.get(trial_id, []))
-            if trial_id in ended and max_points <= MAX_STORED_POINTS:
-                computed = (trial_id, key_id, max_points, ended[trial_id], found[trial_id])
-                to_store.append(stored_curves.Computed(*computed))
+    found = stored_curves.load(experiment_id, key_id, max_points, ended, session=session)
+    wanted = [trial_id for trial_id, _, _ in trials if trial_id not in found]
+    found.update(_compute(experiment_id, key_id, wanted, max_points, session))
+    to_store = [
+        stored_curves.Computed(trial_id, key_id, max_points, ended[trial_id], found[trial_id])
+        for trial_id in wanted
+        if trial_id in ended and max_points <= MAX_STORED_POINTS
+    ]
     bodies = [
         _curve_json(trial_id, found[trial_id])
         for trial_id, _, _ in trials
         if trial_id in found and found[trial_id].steps != "[]"  # no point of the metric
     ]
     return Curves(bodies, to_store)
+
+
+def curves_to_store(
+    experiment_id: int, *, name: str, group: str, session: Session
+) -> list[stored_curves.Computed]:
+    """The chart's curves (chart_points of the trial count) of the experiment's ended trials
+    that have none stored: computed to be stored (the curve keeper; not an answer). When all
+    are stored, it costs three small queries, none reading a row per trial."""
+    keys = _keys(group, name, session)
+    if not keys:
+        return []
+    key_id = next(iter(keys))
+    t = _trials
+    trial_count = (
+        session.connection()
+        .execute(
+            select(func.count()).select_from(orm.Trial).where(t.experiment_id == experiment_id)
+        )
+        .scalar_one()
+    )
+    max_points = chart_points(trial_count)
+    # The versions are read before the points, as in curves().
+    missing = stored_curves.missing(experiment_id, key_id, max_points, session=session)
+    found = _compute(experiment_id, key_id, list(missing), max_points, session)
+    return [
+        stored_curves.Computed(trial_id, key_id, max_points, version, found[trial_id])
+        for trial_id, version in missing.items()
+    ]
+
+
+def _compute(
+    experiment_id: int, key_id: int, wanted: list[int], max_points: int, session: Session
+) -> dict[int, stored_curves.Columns]:
+    """The wanted trials' curves of one metric key, computed from their points (an empty
+    curve for a trial without any)."""
+    if not wanted:
+        return {}
+    # The ids when they are few (live trials, once the ended ones' are stored); else the
+    # experiment's trials, which also reads the others' points, skipped below.
+    t = _trials
+    of_experiment = select(t.id).where(t.experiment_id == experiment_id)
+    among = wanted if len(wanted) <= _FEW else of_experiment
+    where = [_points.trial_id.in_(among), _points.key_id == key_id]
+    read = dict(_read(_points.trial_id, where, max_points, session))
+    return {trial_id: _columns(read.get(trial_id, [])) for trial_id in wanted}
 
 
 def names(experiment_id: int, *, session: Session) -> list[api.MetricName]:

@@ -4,9 +4,10 @@ background, so that the page's first view reads stored curves instead of every p
 The experiment page asks for its searcher metric (validation) at chart_points(trial count)
 points a trial (services/metric_series.py). A thread looks, every few seconds, for the
 experiments in which a trial ended since it last looked (all of them when the master
-starts), and asks for those curves as the page would: metric_series computes those of ended
-trials not stored yet and they are stored, as after a page's request. A trial count that
-doubles changes the size: the next trial to end has every curve of that size computed.
+starts), and stores the curves the page would ask for: metric_series computes those of ended
+trials not stored yet, as a page's request does. When all are stored, a look at an
+experiment reads no row a trial (the database compares the stored versions). A trial count
+that doubles changes the size: the next trial to end has every curve of that size computed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import cast
 
 from sqlalchemy import func, select
 
@@ -36,6 +36,9 @@ class CurveKeeper:
         self.db = db
         self.interval_s = interval_s
         self._since: datetime | None = None  # None: every experiment, as at start
+        # experiment id -> (ended trials, latest end) when its curves were last stored
+        self._looked_at: dict[int, tuple[int, datetime]] = {}
+        self._metric_of: dict[int, str] = {}  # experiment id -> its searcher metric
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="curve-keeper")
 
@@ -55,35 +58,42 @@ class CurveKeeper:
             self._stop.wait(self.interval_s)
 
     def keep_up(self) -> int:
-        """One look: store the curves of the trials ended since the last; how many stored."""
+        """One look: store the curves of the trials ended since the last; how many stored.
+
+        An experiment is looked at when its ended trials changed: their count, or the latest
+        end (a trial that ran again). The window is the master's clock, from the last look's
+        start less _OVERLAP, so after a quiet minute a look reads no experiment at all (it
+        once ran from the latest end, and so looked at the last ended trials' experiments
+        every few seconds for as long as no other trial ended)."""
+        started = orm.utcnow()
         t = orm.Trial
-        query = select(t.experiment_id, func.max(t.ended_at)).where(t.ended_at.is_not(None))
+        query = select(t.experiment_id, func.count(), func.max(t.ended_at))
+        query = query.where(t.ended_at.is_not(None))
         if self._since is not None:
-            query = query.where(t.ended_at > self._since - _OVERLAP)
+            recent = select(t.experiment_id).where(t.ended_at > self._since - _OVERLAP)
+            query = query.where(t.experiment_id.in_(recent))
         with self.db.read() as s:
             ended = s.execute(query.group_by(t.experiment_id)).all()
         stored = 0
-        for experiment_id, _ in ended:
+        for experiment_id, count, latest in ended:
             if self._stop.is_set():
                 return stored
-            stored += self._store(experiment_id)
-        if ended:  # each experiment's latest end (never None: ended ones only)
-            newest = max(cast(datetime, when) for _, when in ended)
-            self._since = newest if self._since is None else max(self._since, newest)
+            if self._looked_at.get(experiment_id) != (count, latest):
+                stored += self._store(experiment_id)
+                self._looked_at[experiment_id] = (count, latest)
+        self._since = started
         return stored
 
     def _store(self, experiment_id: int) -> int:
         with self.db.read() as s:
-            config = s.scalars(
-                select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
-            ).one()
-            metric = stored_config(experiment_id, config).searcher.metric
-            found = metric_series.curves(
-                experiment_id,
-                name=metric,
-                group="validation",
-                max_points=None,
-                session=s,
-                ended_only=True,
+            if experiment_id not in self._metric_of:  # a config never changes
+                config = s.scalars(
+                    select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
+                ).one()
+                self._metric_of[experiment_id] = stored_config(
+                    experiment_id, config
+                ).searcher.metric
+            to_store = metric_series.curves_to_store(
+                experiment_id, name=self._metric_of[experiment_id], group="validation", session=s
             )
-        return stored_curves.store(self.db, found.to_store, experiment_id)
+        return stored_curves.store(self.db, to_store, experiment_id)
