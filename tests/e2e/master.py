@@ -19,6 +19,7 @@ import httpx
 from shipyard.client import credentials
 from shipyard.common.ports import free_ports
 from shipyard.server.auth.tokens import TaskTokens
+from tests.fixtures import empty_database
 from tests.fixtures.cli import run_cli
 from tests.fixtures.poll import poll
 
@@ -73,6 +74,8 @@ class Master:
         if self.db_url:
             env["SHIPYARD_DB_URL"] = self.db_url
         self.home.mkdir(parents=True, exist_ok=True)
+        if not self.db_url and not (self.home / "shipyard.db").exists():
+            empty_database.copy_to(self.home / "shipyard.db")  # the migrations, done once
         extra = []
         if self.config is not None:
             (self.home / "master.yaml").write_text(self.config)
