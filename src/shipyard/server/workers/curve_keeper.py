@@ -37,7 +37,7 @@ class CurveKeeper:
         self.interval_s = interval_s
         self._since: datetime | None = None  # None: every experiment, as at start
         # experiment id -> (ended trials, latest end) when its curves were last stored
-        self._looked_at: dict[int, tuple[int, datetime]] = {}
+        self._looked_at: dict[int, tuple[int, datetime | None]] = {}
         self._metric_of: dict[int, str] = {}  # experiment id -> its searcher metric
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="curve-keeper")
