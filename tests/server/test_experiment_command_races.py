@@ -6,8 +6,6 @@ master restart, and retention skips an experiment deleted since it ended."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,25 +26,16 @@ from shipyard.server.services import (
     workspaces,
 )
 from shipyard.server.workers.supervisor import Supervisor
+from tests.fixtures import empty_database
 
 CONFIG = load_config(
     "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss, max_length: 4}"
 ).to_json_dict()
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory) -> Path:
-    """An empty database, migrated once: each test gets a copy."""
-    path = tmp_path_factory.mktemp("races") / "shipyard.db"
-    database = Database(f"sqlite:///{path}")
-    database.migrate()
-    database.close()
-    return path
-
-
 @pytest.fixture
-def db(migrated, tmp_path):
-    shutil.copyfile(migrated, tmp_path / "shipyard.db")
+def db(tmp_path):
+    empty_database.copy_to(tmp_path / "shipyard.db")  # migrated once, a copy a test
     database = Database(f"sqlite:///{tmp_path / 'shipyard.db'}")
     yield database
     database.close()
