@@ -95,10 +95,9 @@ def curves(
     max_points (None: chart_points of the experiment's trial count). Ended trials' curves
     come from stored_curves once computed; the others' points are read in one query,
     however many trials there are."""
-    keys = _keys(group, name, session)  # (name, group) is unique: one key or none
-    if not keys:
+    key_id = _key_id(group, name, session)
+    if key_id is None:
         return Curves([], [])
-    key_id = next(iter(keys))
     t = _trials
     trials = (
         session.connection()
@@ -136,10 +135,9 @@ def curves_to_store(
     """The chart's curves (chart_points of the trial count) of the experiment's ended trials
     that have none stored: computed to be stored (the curve keeper; not an answer). When all
     are stored, it costs three small queries, none reading a row per trial."""
-    keys = _keys(group, name, session)
-    if not keys:
+    key_id = _key_id(group, name, session)
+    if key_id is None:
         return []
-    key_id = next(iter(keys))
     t = _trials
     trial_count = (
         session.connection()
@@ -186,6 +184,11 @@ def names(experiment_id: int, *, session: Session) -> list[api.MetricName]:
         .order_by(orm.MetricKey.group, orm.MetricKey.name)
     )
     return [api.MetricName(name=n, group=g) for n, g in rows]
+
+
+def _key_id(group: str, name: str, session: Session) -> int | None:
+    """The one metric key of (name, group), which is unique; None if nothing reported it."""
+    return next(iter(_keys(group, name, session)), None)
 
 
 def _keys(group: str | None, name: str | None, session: Session) -> dict[int, tuple[str, str]]:
