@@ -1,0 +1,79 @@
+"""`pip install ARGS` into this interpreter's venv, done by uv when it can be had.
+
+Why: `make setup`'s pip step installs about 200 distributions (torch, TensorFlow, Ray: 3.7 GB
+in the venv). pip takes nearly three minutes for it, most of a fresh clone's setup; uv
+resolves the same set and installs it in about 15 s.
+
+uv does not read pip's configuration, and this machine's pip finds some packages only
+through it (torch's CPU build in a local folder of wheels, local indexes, a constraint
+file). So the settings pip would use, from its files and PIP_* variables as `pip config list`
+prints them, are handed to uv as flags, and uv takes the best match over all indexes as pip
+does. Where uv cannot be installed or fails, pip runs as before: nothing is lost but time.
+
+Usage: python tools/pip_install.py [pip install arguments: -c, -r, -e, requirements]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# pip's settings that change what gets installed, as uv's flags (pip's option name: uv's).
+SETTINGS_AS_FLAGS = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+}
+
+
+def pip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pip", *args], text=True, capture_output=True)
+
+
+def pip_settings() -> tuple[list[str], dict[str, str]]:
+    """uv's flags and environment for pip's settings. `pip config list` prints lines such as
+    `global.find-links='/opt/wheels'` or `:env:.constraint='a.txt b.txt'` (a variable)."""
+    flags: dict[tuple[str, str], None] = {}  # ordered, and a variable often repeats a file
+    env = dict(os.environ)
+    for line in pip("config", "list").stdout.splitlines():
+        key, _, value = line.partition("=")
+        section, _, name = key.rpartition(".")
+        value = value.strip("'\"")
+        if section not in ("global", "install", ":env:"):
+            continue
+        if name == "cert":  # uv trusts the same CA bundle through the variable it reads
+            env.setdefault("SSL_CERT_FILE", value)
+        elif name in SETTINGS_AS_FLAGS:
+            flags.update(dict.fromkeys((SETTINGS_AS_FLAGS[name], item) for item in value.split()))
+    return [part for flag in flags for part in flag], env
+
+
+def uv() -> str | None:
+    """The venv's uv, installed into it first if need be; None when that fails."""
+    path = Path(sys.executable).with_name("uv")
+    if not path.exists() and pip("install", "--quiet", "uv").returncode != 0:
+        return None
+    return str(path) if path.exists() else shutil.which("uv")
+
+
+def main(args: list[str]) -> int:
+    uv_path = uv()
+    if uv_path is not None:
+        command = [uv_path, "pip", "install", "--quiet", "--python", sys.executable]
+        flags, env = pip_settings()
+        command += ["--index-strategy", "unsafe-best-match", *flags, *args]
+        if subprocess.run(command, env=env).returncode == 0:
+            return 0
+        print("tools/pip_install.py: uv failed (above); installing with pip", file=sys.stderr)
+    else:
+        print("tools/pip_install.py: uv could not be installed; using pip", file=sys.stderr)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", *args]
+    return subprocess.run(command).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
