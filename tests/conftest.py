@@ -1,6 +1,7 @@
 """Session-wide test plugins. Fixtures live in tests/fixtures/, one concern a module."""
 
 pytest_plugins = [
+    "tests.fixtures.cli_built_once",
     "tests.fixtures.client_home",
     "tests.fixtures.postgres",
     "tests.fixtures.small_disk",
