@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from shipyard.client import credentials
+from tests.fixtures.plain_http import NO_TLS
 from tests.fixtures.poll import poll
 
 pytestmark = pytest.mark.slow
@@ -37,10 +38,10 @@ def login_link(output: str, url: str) -> str:
 
 def assert_link_logs_in_once(link: str) -> None:
     """The first visit gets the web UI's session cookie; a second one is sent to log in."""
-    first = httpx.get(link, follow_redirects=False)
+    first = httpx.get(link, follow_redirects=False, verify=NO_TLS)
     assert first.status_code == 303 and first.headers["location"] == "/"
     assert first.cookies.get("shipyard_session")
-    second = httpx.get(link, follow_redirects=False)
+    second = httpx.get(link, follow_redirects=False, verify=NO_TLS)
     assert second.status_code == 303 and second.headers["location"] == "/login?expired=1"
     assert "shipyard_session" not in second.cookies
 
@@ -65,6 +66,7 @@ def test_up_status_down(shipyard, free_port, private_home, stop_leftover_master)
     login = httpx.post(
         f"{url}/api/v1/auth/login",
         json={"username": admin.group(1), "password": admin.group(2)},
+        verify=NO_TLS,
     )
     assert login.status_code == 200, login.text
     assert_link_logs_in_once(login_link(started.stdout, url))
@@ -130,7 +132,9 @@ def test_up_foreground_is_the_master_process_itself(free_port, private_home):
             # The token the master keeps for its local user in its home (laptop mode).
             kept = credentials.entry(url, private_home) or {}
             headers = {"Authorization": f"Bearer {kept.get('token')}"}
-            return httpx.get(f"{url}/api/v1/master", headers=headers, timeout=2).json()
+            return httpx.get(
+                f"{url}/api/v1/master", headers=headers, timeout=2, verify=NO_TLS
+            ).json()
 
         info = poll(
             master_info,

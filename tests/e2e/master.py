@@ -21,6 +21,7 @@ from shipyard.common.ports import free_ports
 from shipyard.server.auth.tokens import TaskTokens
 from tests.fixtures import empty_database
 from tests.fixtures.cli import run_cli
+from tests.fixtures.plain_http import NO_TLS
 from tests.fixtures.poll import poll
 
 TERMINAL = {"COMPLETED", "CANCELED", "ERRORED"}
@@ -147,7 +148,7 @@ class Master:
             base_url=self.url + "/api/v1",
             timeout=30,
             headers={"Authorization": f"Bearer {token}"} if token else None,
-            verify=ssl.create_default_context(cafile=self.tls[0]) if self.tls else True,
+            verify=ssl.create_default_context(cafile=self.tls[0]) if self.tls else NO_TLS,
         )
 
     def stop(self, sig: int = signal.SIGTERM) -> None:

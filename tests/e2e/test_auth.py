@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.master import CODE, SHIPYARD, Master, free_port
 from tests.fixtures import procs
+from tests.fixtures.plain_http import NO_TLS
 from tests.fixtures.poll import poll
 
 PUBLIC = {
@@ -75,7 +76,7 @@ def running(master):
 def routes(master) -> list[tuple[str, str]]:
     """Every API operation of the running master (its OpenAPI schema is built from the
     app's route table, so a new route is in it)."""
-    schema = httpx.get(master.url + "/openapi.json").json()
+    schema = httpx.get(master.url + "/openapi.json", verify=NO_TLS).json()
     return sorted(
         (method.upper(), path)
         for path, operations in schema["paths"].items()
@@ -108,7 +109,7 @@ def call(client: httpx.Client, method: str, path: str) -> httpx.Response:
 
 def test_every_route_but_health_and_login_needs_credentials(master, running):
     trial_id = running[0][1]
-    anonymous = httpx.Client(base_url=master.url + "/api/v1", timeout=30)
+    anonymous = httpx.Client(base_url=master.url + "/api/v1", timeout=30, verify=NO_TLS)
     forged_user = bearer(master, "shy_u_madeup")
     forged_task = bearer(master, f"shy_t_{trial_id}_1_madeup")
     checked = 0
@@ -156,6 +157,7 @@ def test_a_task_token_speaks_only_for_its_own_trial_and_run(master, running):
     forged = httpx.Client(
         base_url=master.url + "/api/v1",
         headers={"Authorization": f"Bearer shy_t_{trial_a}_1_AAAA"},
+        verify=NO_TLS,
     )
     assert forged.post(f"/trials/{trial_a}/heartbeat", json={"run_id": 1}).status_code == 401
 
@@ -197,12 +199,15 @@ def login(master, username: str, password: str, **extra) -> httpx.Response:
     return httpx.post(
         f"{master.url}/api/v1/auth/login",
         json={"username": username, "password": password, **extra},
+        verify=NO_TLS,
     )
 
 
 def bearer(master, token: str) -> httpx.Client:
     return httpx.Client(
-        base_url=master.url + "/api/v1", headers={"Authorization": f"Bearer {token}"}
+        base_url=master.url + "/api/v1",
+        headers={"Authorization": f"Bearer {token}"},
+        verify=NO_TLS,
     )
 
 
@@ -271,7 +276,7 @@ def test_the_web_session_needs_its_csrf_token_for_writes_and_tickets_work_once(m
     cookie = r.headers.get_list("set-cookie")
     session = next(c for c in cookie if c.startswith("shipyard_session="))
     assert "HttpOnly" in session and "SameSite=lax" in session and "Secure" not in session
-    browser = httpx.Client(base_url=master.url, cookies=r.cookies)
+    browser = httpx.Client(base_url=master.url, cookies=r.cookies, verify=NO_TLS)
     assert browser.get("/api/v1/auth/whoami").json()["via"] == "session"
     exp = master.create(LONG.replace("100000", "1"), CODE, owner="gina")  # hers to archive
     assert browser.post(f"/api/v1/experiments/{exp['id']}/archive").status_code == 403
@@ -280,10 +285,10 @@ def test_the_web_session_needs_its_csrf_token_for_writes_and_tickets_work_once(m
     assert browser.post(f"/api/v1/experiments/{exp['id']}/archive", headers=csrf).status_code == 200
 
     ticket = master.http.post("/auth/tickets").json()["ticket"]
-    first = httpx.get(f"{master.url}/login", params={"ticket": ticket})
+    first = httpx.get(f"{master.url}/login", params={"ticket": ticket}, verify=NO_TLS)
     assert first.status_code == 303 and first.headers["location"] == "/"
     assert "shipyard_session" in first.cookies
-    again = httpx.get(f"{master.url}/login", params={"ticket": ticket})
+    again = httpx.get(f"{master.url}/login", params={"ticket": ticket}, verify=NO_TLS)
     assert again.status_code == 303 and again.headers["location"] == "/login?expired=1"
     assert "shipyard_session" not in again.cookies
 
@@ -328,11 +333,11 @@ def test_a_master_beyond_loopback_needs_authentication(tmp_path):
     try:
         url = f"http://127.0.0.1:{port}/api/v1"
         poll(
-            lambda: httpx.get(f"{url}/health").json()["auth"],
+            lambda: httpx.get(f"{url}/health", verify=NO_TLS).json()["auth"],
             "the master",
             ignore=(httpx.TransportError,),
         )
-        assert httpx.get(f"{url}/experiments").status_code == 401
+        assert httpx.get(f"{url}/experiments", verify=NO_TLS).status_code == 401
         assert not (home / "auth.json").exists()  # no local token off loopback
         # the first admin's one-time password is left for its admin, readable by no one else
         assert oct((home / "admin-password").stat().st_mode & 0o777) == "0o600"
@@ -359,7 +364,8 @@ def test_unknown_users_and_wrong_passwords_look_alike_and_lock_out(tmp_path):
             master.http.post("/users", json={"username": name, "password": "right-password-1"})
         spent = {"known": 0, "unknown": 0}
         assert master.proc is not None
-        with httpx.Client(base_url=master.url + "/api/v1") as client:  # one connection
+        # one connection
+        with httpx.Client(base_url=master.url + "/api/v1", verify=NO_TLS) as client:
             # not measured: the master makes its decoy hash at the first unknown name
             client.post("/auth/login", json={"username": "warm-up", "password": "x" * 9})
             for i, name in enumerate(names):
@@ -437,7 +443,7 @@ def test_https_end_to_end_with_a_self_signed_certificate(tmp_path):
         exp = master.wait(master.create(PROBE, CODE)["id"], timeout=120)
         assert exp["state"] == "COMPLETED"  # the trial reported over HTTPS
         with pytest.raises(httpx.TransportError):
-            httpx.get(master.url.replace("https", "http") + "/api/v1/health")
+            httpx.get(master.url.replace("https", "http") + "/api/v1/health", verify=NO_TLS)
         untrusting = subprocess.run(
             [str(SHIPYARD), "--master", master.url, "experiment", "list"],
             capture_output=True,

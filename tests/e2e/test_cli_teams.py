@@ -14,6 +14,7 @@ import pytest
 from shipyard.client import credentials
 from tests.e2e.master import CODE, Master
 from tests.e2e.test_cli_users import Person, failed
+from tests.fixtures.plain_http import NO_TLS
 
 FORBIDDEN = "it takes one of these roles"  # an action in a workspace
 ONLY_ADMINS = "error: only a cluster admin may do this"  # one over the cluster
@@ -47,7 +48,9 @@ def login(admin, master, tmp_path_factory):
         made = master.http.post("/users", json={"username": username, "password": password})
         assert made.status_code == 201, made.text
         token = httpx.post(
-            f"{master.url}/api/v1/auth/login", json={"username": username, "password": password}
+            f"{master.url}/api/v1/auth/login",
+            json={"username": username, "password": password},
+            verify=NO_TLS,
         ).json()["token"]
         someone = Person(master, tmp_path_factory.mktemp(f"{username}-home"))
         credentials.save(master.url, username, token, someone.home)

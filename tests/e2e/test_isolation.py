@@ -10,6 +10,7 @@ import pytest
 
 from tests.e2e.master import CODE, Master
 from tests.e2e.test_auth import TRIAL_SIDE, routes
+from tests.fixtures.plain_http import NO_TLS
 
 DONE = """
 name: team-b-done
@@ -155,7 +156,7 @@ def stored(master: Master) -> list[tuple]:
 
 
 def operation_id(master: Master, method: str, path: str) -> str:
-    schema = httpx.get(master.url + "/openapi.json", timeout=30).json()
+    schema = httpx.get(master.url + "/openapi.json", timeout=30, verify=NO_TLS).json()
     return schema["paths"][path][method.lower()]["operationId"]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.master import Master
+from tests.fixtures.plain_http import NO_TLS
 
 CODE = Path(__file__).parent / "trial_code"
 
@@ -49,15 +50,23 @@ def test_users_tokens_and_logins_on_postgres(postgres_url, tmp_path):
     master = Master(tmp_path / "home", db_url=postgres_url).start()
     try:
         url = master.url + "/api/v1"
-        assert httpx.get(f"{url}/experiments").status_code == 401
+        assert httpx.get(f"{url}/experiments", verify=NO_TLS).status_code == 401
         made = master.http.post("/users", json={"username": "pg-user", "password": "pg-secret-1"})
         assert made.status_code == 201, made.text
-        r = httpx.post(f"{url}/auth/login", json={"username": "pg-user", "password": "pg-secret-1"})
+        r = httpx.post(
+            f"{url}/auth/login",
+            json={"username": "pg-user", "password": "pg-secret-1"},
+            verify=NO_TLS,
+        )
         token = r.json()["token"]
-        user = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"})
+        user = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, verify=NO_TLS
+        )
         assert user.get("/auth/whoami").json()["username"] == "pg-user"
         wrong = httpx.post(
-            f"{url}/auth/login", json={"username": "pg-user", "password": "nope-nope"}
+            f"{url}/auth/login",
+            json={"username": "pg-user", "password": "nope-nope"},
+            verify=NO_TLS,
         )
         assert wrong.status_code == 401
         assert master.http.post("/users/pg-user/deactivate").status_code == 200

@@ -21,6 +21,7 @@ from shipyard.common.permissions import (
     markdown,
 )
 from tests.e2e.master import CODE, SHIPYARD, Master
+from tests.fixtures.plain_http import NO_TLS
 
 WORKSPACE = "matrix"
 PAUSED = """
@@ -115,7 +116,7 @@ def calls(master: Master, context: str, own: int, others: int) -> dict[Action, C
 
 
 def master_paths(master: Master) -> set[str]:
-    return set(httpx.get(master.url + "/openapi.json", timeout=30).json()["paths"])
+    return set(httpx.get(master.url + "/openapi.json", timeout=30, verify=NO_TLS).json()["paths"])
 
 
 def test_every_role_may_do_exactly_what_the_table_says(master, context):

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.e2e.master import CODE, Master, free_port
+from tests.fixtures.plain_http import NO_TLS
 from tests.fixtures.poll import poll
 
 # TensorBoard without TensorFlow (TensorFlow is in the test venv, and TensorBoard's start
@@ -80,7 +81,7 @@ def tensorboard(experiments, tmp_path_factory):
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, verify=NO_TLS)
 
     def loaded_steps() -> dict[str, int]:
         if proc.poll() is not None:

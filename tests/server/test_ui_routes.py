@@ -12,6 +12,7 @@ import pytest
 
 from shipyard.server.routers import ui
 from tests.e2e.master import Master
+from tests.fixtures.plain_http import NO_TLS
 
 # /login too: a browser without a session gets the page (its script shows the login form),
 # and so does the link a used or expired ticket leads to.
@@ -37,7 +38,7 @@ def master(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def web(master):
-    with httpx.Client(base_url=master.url, timeout=30) as client:
+    with httpx.Client(base_url=master.url, timeout=30, verify=NO_TLS) as client:
         yield client
 
 
