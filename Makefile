@@ -95,8 +95,8 @@ $(WEB_VENDOR_STAMP): web/package.json web/package-lock.json
 #   catatonit as the containers' init, and mmdebstrap to build the tests' image from
 #   Debian's packages (no registry is used); aardvark-dns, Podman's DNS on a network of its
 #   own (a gang's Pods find each other by name there);
-# - Chromium for the web UI's browser tests (Playwright drives it; it downloads no browser),
-#   and its headless shell, which bench/ui_scale.py times pages in (no browser UI beside).
+# - Chromium's headless shell (its engine without the browser's UI) for the web UI's browser
+#   tests and bench/ui_scale.py: Playwright drives it and downloads no browser.
 system-packages:
 	@missing=""; \
 	need() { command -v "$$1" >/dev/null || missing="$$missing $${*:2}"; }; \
@@ -107,7 +107,6 @@ system-packages:
 	need dockerd docker.io; need podman podman; need catatonit catatonit; need tini tini; \
 	need mmdebstrap mmdebstrap; \
 	[ -x /usr/lib/podman/aardvark-dns ] || missing="$$missing aardvark-dns"; \
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	[ -x /usr/bin/chromium-headless-shell ] || missing="$$missing chromium-headless-shell"; \
 	missing=$$(tr ' ' '\n' <<<"$$missing" | sort -u | xargs); \
 	if [ -n "$$missing" ]; then \

@@ -31,7 +31,7 @@ def site(tmp_path_factory):
     """A master of its own with one finished trial that logged artifacts (the shared site's
     ASHA search has none, and costs more than this whole module)."""
     if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
+        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium-headless-shell")
     module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
     master = Master(tmp_path_factory.mktemp("ui-artifacts") / "home", slots=1).start()
     try:

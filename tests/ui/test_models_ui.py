@@ -29,7 +29,7 @@ max_restarts: 0
 def site(tmp_path_factory):
     """A master of its own with model `digits`: version 1 a finished trial's checkpoint."""
     if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium")
+        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium-headless-shell")
     module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
     master = Master(tmp_path_factory.mktemp("ui-models") / "home", slots=1).start()
     try:
