@@ -63,8 +63,8 @@ _setup-parts: $(SETUP_STAMP) $(WEB_VENDOR_STAMP) system-packages
 # pip finds the CPU wheel through the machine's pip configuration, so nothing here names an
 # index. mpi4py comes as a wheel that finds Open MPI when it runs, so the pip step does not
 # wait for Debian's packages. Every extra holds the demo's, so the demo's stamp is set too.
-# tools/pip_install.py has uv do the install with pip's settings (15 s instead of pip's 170 s
-# for this set), and falls back to pip.
+# tools/pip_install.py has uv do the install with pip's settings (14-31 s instead of pip's
+# 167 s for this set, the same files), and falls back to pip.
 $(SETUP_STAMP): pyproject.toml constraints.txt requirements-test.txt tools/pip_install.py
 	$(BIN)/python tools/pip_install.py -c constraints.txt -r requirements-test.txt \
 		-e '.[server,postgres,s3,torch,optuna,mpi,lightning,huggingface,ray,kubernetes,pandas]'

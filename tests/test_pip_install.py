@@ -49,14 +49,24 @@ def test_pips_files_and_variables_become_uvs_flags(pip_conf: Path, monkeypatch) 
     )
     monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")  # the same folder again: once
     flags, env = load_tool().pip_settings()
-    pairs = list(zip(flags[::2], flags[1::2], strict=True))
-    assert sorted(pairs) == sorted(
-        [
-            ("--find-links", "/opt/wheels"),
-            ("--extra-index-url", "file:///opt/a/simple"),
-            ("--extra-index-url", "file:///opt/b/simple"),
-            ("--constraint", "/etc/pip-constraints.txt"),
-            ("--index-url", "https://mirror.example/simple"),
-        ]
-    )
+    # uv takes a version's files from the first index that has it: pip's main index first,
+    # so that a partial mirror among the extra ones does not decide which wheel is installed
+    assert flags == [
+        *("--index-url", "https://mirror.example/simple"),
+        *("--extra-index-url", "https://mirror.example/simple"),
+        *("--extra-index-url", "file:///opt/a/simple"),
+        *("--extra-index-url", "file:///opt/b/simple"),
+        *("--find-links", "/opt/wheels"),
+        *("--constraint", "/etc/pip-constraints.txt"),
+    ]
     assert env["SSL_CERT_FILE"] == "/etc/ca.pem"
+
+
+def test_without_an_index_url_pypi_comes_before_the_extra_indexes(pip_conf: Path) -> None:
+    pip_conf.write_text("[global]\nextra-index-url = file:///opt/a/simple\n")
+    flags, _env = load_tool().pip_settings()
+    assert flags == [
+        *("--index-url", "https://pypi.org/simple"),
+        *("--extra-index-url", "https://pypi.org/simple"),
+        *("--extra-index-url", "file:///opt/a/simple"),
+    ]

@@ -7,8 +7,9 @@ resolves the same set and installs it in about 15 s.
 uv does not read pip's configuration, and this machine's pip finds some packages only
 through it (torch's CPU build in a local folder of wheels, local indexes, a constraint
 file). So the settings pip would use, from its files and PIP_* variables as `pip config list`
-prints them, are handed to uv as flags, and uv takes the best match over all indexes as pip
-does. Where uv cannot be installed or fails, pip runs as before: nothing is lost but time.
+prints them, are handed to uv as flags, ordered so that uv picks the files pip picks (see
+pip_settings). Where uv cannot be installed or fails, pip runs as before: nothing is lost
+but time.
 
 Usage: python tools/pip_install.py [pip install arguments: -c, -r, -e, requirements]
 """
@@ -21,13 +22,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-# pip's settings that change what gets installed, as uv's flags (pip's option name: uv's).
-SETTINGS_AS_FLAGS = {
-    "index-url": "--index-url",
-    "extra-index-url": "--extra-index-url",
-    "find-links": "--find-links",
-    "constraint": "--constraint",
-}
+# pip's settings that change what gets installed.
+SETTINGS = ("index-url", "extra-index-url", "find-links", "constraint")
+PYPI = "https://pypi.org/simple"  # pip's index when its configuration names none
 
 
 def pip(*args: str) -> subprocess.CompletedProcess[str]:
@@ -37,8 +34,8 @@ def pip(*args: str) -> subprocess.CompletedProcess[str]:
 def pip_settings() -> tuple[list[str], dict[str, str]]:
     """uv's flags and environment for pip's settings. `pip config list` prints lines such as
     `global.find-links='/opt/wheels'` or `:env:.constraint='a.txt b.txt'` (a variable)."""
-    flags: dict[tuple[str, str], None] = {}  # ordered, and a variable often repeats a file
-    env = dict(os.environ)
+    found: dict[str, dict[str, None]] = {name: {} for name in SETTINGS}  # ordered sets: a
+    env = dict(os.environ)  # variable often repeats what a file says
     for line in pip("config", "list").stdout.splitlines():
         key, _, value = line.partition("=")
         section, _, name = key.rpartition(".")
@@ -47,9 +44,21 @@ def pip_settings() -> tuple[list[str], dict[str, str]]:
             continue
         if name == "cert":  # uv trusts the same CA bundle through the variable it reads
             env.setdefault("SSL_CERT_FILE", value)
-        elif name in SETTINGS_AS_FLAGS:
-            flags.update(dict.fromkeys((SETTINGS_AS_FLAGS[name], item) for item in value.split()))
-    return [part for flag in flags for part in flag], env
+        elif name in found:
+            found[name].update(dict.fromkeys(value.split()))
+    # pip takes the best file of a version over all its indexes; uv takes a version's files
+    # from the first index that has the version, and the extra indexes come first. So the
+    # main index goes first too: a version's files come from it, and the extra indexes add
+    # only what it lacks (a partial mirror among them held only the pure-Python wheel of
+    # tensorboard-data-server, without the server TensorBoard runs).
+    main_index = list(found["index-url"])[-1] if found["index-url"] else PYPI
+    flags = ["--index-url", main_index]
+    for url in [main_index, *found["extra-index-url"]]:
+        flags += ["--extra-index-url", url]
+    for name in ("find-links", "constraint"):
+        for item in found[name]:
+            flags += [f"--{name}", item]
+    return flags, env
 
 
 def uv() -> str | None:

@@ -85,7 +85,12 @@ def test_a_better_priority_experiment_preempts_and_the_victim_resumes(pooled):
 
 def test_a_trial_that_ignores_preemption_is_killed_after_preemption_timeout(pooled):
     low = pooled.create(
-        steps_experiment("stubborn", 60, "  ignore_preempt: true", preemption_timeout=2), CODE
+        # 200 steps: ten seconds of them left at step 7, so it is still running when the
+        # timeout ends (with 60 it sometimes finished first on a quiet machine)
+        steps_experiment("stubborn", 60, "  ignore_preempt: true", preemption_timeout=2).replace(
+            "steps: 60", "steps: 200"
+        ),
+        CODE,
     )
     pooled.wait_for(
         lambda: trial_of(pooled, low["id"])["steps_completed"] >= 7, what="low to train"
