@@ -420,8 +420,7 @@ def measure(
             log(f"curves stored in the background: {backfill['stored']} in {backfill['seconds']} s")
             if not backfill["complete"]:
                 raise RuntimeError(f"no experiment has all its curves stored: {backfill}")
-            viewed = [e for e in ids if e in backfill["complete"]] or backfill["complete"]
-            viewed = viewed[:FIRST_VIEWS]
+            viewed = backfill["complete"][:FIRST_VIEWS]  # each viewed for the first time
             exp = viewed[0]
             page_url = f"{master.url}/experiments/{exp}"
             loads["page_first_view"] = load_average()

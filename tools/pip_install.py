@@ -34,8 +34,9 @@ def pip(*args: str) -> subprocess.CompletedProcess[str]:
 def pip_settings() -> tuple[list[str], dict[str, str]]:
     """uv's flags and environment for pip's settings. `pip config list` prints lines such as
     `global.find-links='/opt/wheels'` or `:env:.constraint='a.txt b.txt'` (a variable)."""
-    found: dict[str, dict[str, None]] = {name: {} for name in SETTINGS}  # ordered sets: a
-    env = dict(os.environ)  # variable often repeats what a file says
+    # Ordered sets: a variable often repeats what a file says.
+    found: dict[str, dict[str, None]] = {name: {} for name in SETTINGS}
+    env = dict(os.environ)
     for line in pip("config", "list").stdout.splitlines():
         key, _, value = line.partition("=")
         section, _, name = key.rpartition(".")
