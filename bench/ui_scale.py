@@ -11,7 +11,7 @@
   learning-curve chart has drawn every trial's line, as median and max over several views:
   the first view of 5 experiments once their curves are stored, the first view on a master
   just started (3 starts), and repeated views. One browser runs for the whole measurement
-  (Debian's headless shell where installed), as a user's browser runs before they open a
+  (Debian's headless shell, as in the UI tests), as a user's browser runs before they open a
   page; each view is in a fresh context (no cache), logged in with the local user's session
   cookie (a login ticket, as `shipyard up` gives).
 
@@ -53,6 +53,10 @@ from _stats import percentile
 
 from shipyard.server.services.metric_series import chart_points
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' browser settings
+
+from tests.fixtures.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+
 CHART = "#curves-chart[data-series-count]"  # the experiment page's learning curves, drawn
 # The master's answers to the page's API requests, when each was sent and fully received
 # (ms from navigation start): the chart's time less the last of them is the browser's own.
@@ -60,15 +64,6 @@ API_REQUESTS = """Object.fromEntries(performance.getEntriesByType("resource")
   .filter((e) => e.name.includes("/api/v1/"))
   .map((e) => [new URL(e.name).pathname.slice(7) + new URL(e.name).search,
                [Math.round(e.startTime), Math.round(e.responseEnd)]]))"""
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-]
 
 
 def experiment_yaml(index: int, trials: int) -> str:
@@ -213,10 +208,6 @@ def login_cookies(master: Master) -> list[dict[str, str]]:
     ]
 
 
-# Debian's headless shell: Chromium's engine without the browser's own UI, whose renderer
-# (--top-chrome-webui) took half a core during each page load with /usr/bin/chromium here.
-HEADLESS_SHELL = Path("/usr/bin/chromium-headless-shell")
-CHROMIUM = Path("/usr/bin/chromium")
 FIRST_VIEWS = 5  # experiments viewed for the first time, each once
 COLD_STARTS = 3  # masters started again, each viewed once
 
@@ -225,8 +216,8 @@ class Browser:
     """One Chromium for the whole run, as a user's browser is running before they open a page;
     each view is in a fresh context (no cache, no state), logged in."""
 
-    def __init__(self, executable: Path | None) -> None:
-        self.executable = executable or (HEADLESS_SHELL if HEADLESS_SHELL.exists() else CHROMIUM)
+    def __init__(self, executable: Path) -> None:
+        self.executable = executable
 
     def __enter__(self) -> Browser:
         from playwright.sync_api import sync_playwright
@@ -405,7 +396,7 @@ def measure(
     points: int,
     repeat: int,
     curves_timeout_s: float,
-    browser_path: Path | None,
+    browser_path: Path,
 ) -> dict[str, Any]:
     with master:
         ids = create_experiments(master, experiments, trials)
@@ -502,8 +493,9 @@ def main() -> None:
     parser.add_argument(
         "--browser",
         type=Path,
-        help=f"the Chromium to time the page in (default: {HEADLESS_SHELL} where installed, "
-        f"else {CHROMIUM})",
+        default=CHROMIUM,
+        help=f"the Chromium to time the page in (default: {CHROMIUM}, the tests' browser; "
+        "/usr/bin/chromium is the full browser)",
     )
     args = parser.parse_args()
     print(json.dumps(run(args)))

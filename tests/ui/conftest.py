@@ -15,25 +15,12 @@ import pytest
 import yaml
 
 from tests.e2e.master import Master
-from tests.fixtures.require import missing, module
+from tests.fixtures.chromium import CHROMIUM, CHROMIUM_ARGS, require_browser
 
 ROOT = Path(__file__).resolve().parents[2]
 QUADRATIC = ROOT / "examples" / "quadratic"
 CODE = Path(__file__).parent / "trial_code"
 DOC_IMAGES = ROOT / "docs" / "images"
-# Debian's headless shell: Chromium's engine in its headless mode without the browser's own UI
-# (as Playwright runs headless tests); that UI's renderer cost the full browser a third more
-# CPU over these tests (83 against 63 CPU-seconds, 90 against 62 s).
-CHROMIUM = Path("/usr/bin/chromium-headless-shell")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-gpu",
-]
 VIEWPORT = {"width": 1280, "height": 800}
 # Chromium aborts its requests when any of the machine's network interfaces changes, which
 # the container tests running beside these do (their bridges and veth pairs): the page's
@@ -115,9 +102,7 @@ def keep_doc_screenshots(shots: Path) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium-headless-shell")
-    module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
+    require_browser()
     base = tmp_path_factory.mktemp("ui")
     master = Master(base / "home", slots=2).start()
     live_id = None

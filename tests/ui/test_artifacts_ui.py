@@ -14,8 +14,8 @@ import pytest
 from tests.e2e.master import CODE, Master
 from tests.e2e.test_artifacts import GOOD
 from tests.e2e.trial_code.artifacts_trial import TEXT
-from tests.fixtures.require import missing, module
-from tests.ui.conftest import CHROMIUM, keep_doc_screenshots
+from tests.fixtures.chromium import require_browser
+from tests.ui.conftest import keep_doc_screenshots
 
 pytestmark = pytest.mark.browser
 IMAGES_LOADED = """
@@ -30,9 +30,7 @@ IMAGES_LOADED = """
 def site(tmp_path_factory):
     """A master of its own with one finished trial that logged artifacts (the shared site's
     ASHA search has none, and costs more than this whole module)."""
-    if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium-headless-shell")
-    module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
+    require_browser()
     master = Master(tmp_path_factory.mktemp("ui-artifacts") / "home", slots=1).start()
     try:
         done = master.wait(master.create(GOOD, CODE)["id"], timeout=90)

@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.e2e.master import CODE, Master
-from tests.fixtures.require import missing, module
-from tests.ui.conftest import CHROMIUM, keep_doc_screenshots
+from tests.fixtures.chromium import require_browser
+from tests.ui.conftest import keep_doc_screenshots
 
 pytestmark = pytest.mark.browser
 STEPS = """
@@ -28,9 +28,7 @@ max_restarts: 0
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A master of its own with model `digits`: version 1 a finished trial's checkpoint."""
-    if not CHROMIUM.exists():
-        missing(f"{CHROMIUM} is missing: make setup installs Debian's chromium-headless-shell")
-    module("playwright.sync_api", "playwright (requirements-test.txt; make setup installs it)")
+    require_browser()
     master = Master(tmp_path_factory.mktemp("ui-models") / "home", slots=1).start()
     try:
         done = master.wait(master.create(STEPS, CODE)["id"], timeout=90)
