@@ -17,7 +17,6 @@ Usage: python tools/pip_install.py [pip install arguments: -c, -r, -e, requireme
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,9 +64,9 @@ def pip_settings() -> tuple[list[str], dict[str, str]]:
 def uv() -> str | None:
     """The venv's uv, installed into it first if need be; None when that fails."""
     path = Path(sys.executable).with_name("uv")
-    if not path.exists() and pip("install", "--quiet", "uv").returncode != 0:
-        return None
-    return str(path) if path.exists() else shutil.which("uv")
+    if not path.exists():
+        pip("install", "--quiet", "uv")
+    return str(path) if path.exists() else None
 
 
 def main(args: list[str]) -> int:
