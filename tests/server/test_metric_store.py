@@ -85,3 +85,23 @@ def test_a_trial_whose_latest_value_is_nan_is_answered_each_time_and_not_kept(db
         assert trial_json._kept_count == kept_before  # a NaN key would never be found again
     assert answers[0] == answers[1] == answers[2]
     assert answers[0][0].latest_validation is None  # NaN is null in JSON
+
+
+def test_steps_beyond_32_bits_and_extreme_values_are_stored_as_sent(db):
+    # On PostgreSQL new points go by binary COPY: each field's width and byte order matter.
+    exp_id = add_experiment(db, 1)
+    with db.write() as s:
+        trial_id = s.scalars(select(orm.Trial.id).where(orm.Trial.experiment_id == exp_id)).one()
+        s.execute(
+            update(orm.Trial).where(orm.Trial.id == trial_id).values(state="RUNNING", run_id=1)
+        )
+    steps = [2**31, 2**40, metrics.MAX_STEP]
+    values = [-1.5e308, 5e-324, 0.1]
+    send(db, trial_id, steps, values)
+    points, summary = stored(db, trial_id)
+    assert [points[step] for step in steps] == values
+    assert (summary["last_step"], summary["min"], summary["max"]) == (
+        metrics.MAX_STEP,
+        -1.5e308,
+        1.0,
+    )
