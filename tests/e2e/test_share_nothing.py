@@ -316,8 +316,16 @@ def test_an_image_without_shipyard_says_so_in_the_runs_end(master, s3, bucket):
     done = master.wait(master.create(config, CODE)["id"], timeout=60)
     assert done["state"] == "ERRORED"
     [run] = master.trial(done["trials"][0]["id"])["runs"]
-    assert run["ended_how"].startswith("exited with code 1; its last output:\n")
+    assert run["ended_how"].startswith("exited with code 1; its last output:\n"), (
+        run["ended_how"],
+        _backend_lines(master),  # why the Pod's log was not quoted
+    )
     assert "No module named 'shipyard'" in run["ended_how"]
+
+
+def _backend_lines(master: Master) -> list[str]:
+    text = (master.home / "master-test.log").read_text(errors="replace")
+    return [line for line in text.splitlines() if "Kubernetes pool" in line][-10:]
 
 
 def test_a_batch_of_output_sent_again_is_stored_once(master, s3, bucket):

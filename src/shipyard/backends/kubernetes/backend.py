@@ -211,9 +211,14 @@ class KubernetesBackend(Backend, LogSource, NeedsImage):
         try:
             tail = self._require_cluster().logs(run, pod.group, tail=TAIL_LINES)
         except ClusterError as exc:
-            log.info("Kubernetes pool %r: cannot read the log of run %s: %s", self.pool, run, exc)
+            # A warning: the run's end then says less than it could about why it failed.
+            log.warning(
+                "Kubernetes pool %r: cannot read the log of run %s: %s", self.pool, run, exc
+            )
             return verdict
         text = _last_bytes(tail, TAIL_BYTES).strip()
+        if not text:
+            log.info("Kubernetes pool %r: run %s's failed Pod printed nothing", self.pool, run)
         return dataclasses.replace(verdict, last_output=text) if text else verdict
 
     def terminate(self, handle: Handle, grace_s: float) -> None:
