@@ -88,8 +88,12 @@ def test_keys_from_workspace_secrets_write_retain_and_download_and_are_never_sho
     assert done["state"] == "COMPLETED"
 
     def kept_steps():
+        # Retention marks a checkpoint DELETED before its files go (so that it cannot be
+        # registered meanwhile): the list changes first, then the bucket.
         kept = master.http.get(f"/experiments/{done['id']}/checkpoints").json()
-        return kept if sorted(c["steps_completed"] for c in kept) == [8, 10] else None
+        steps = sorted(c["steps_completed"] for c in kept)
+        gone = len(manifests(s3_server, s3_bucket)) == len(kept)
+        return kept if steps == [8, 10] and gone else None
 
     kept = master.wait_for(kept_steps, timeout=30, what="checkpoints 2, 4, 6 deleted")
     assert manifests(s3_server, s3_bucket) == sorted(c["uuid"] for c in kept)

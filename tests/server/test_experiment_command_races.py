@@ -1,8 +1,10 @@
 """The experiment and checkpoint commands where two things happen at once: a checkpoint is
 marked deleted before its files go (and kept if they stay), an experiment being deleted
-is archived first (so nothing continues it meanwhile), `continue` waits for its searcher
-to hear the last exits, a user's `trial kill` is not undone by a searcher's stop or by a
-master restart, and retention skips an experiment deleted since it ended."""
+is archived first (so nothing continues it meanwhile), a checkpoint whose files retention
+or an experiment's deletion is removing cannot be registered as a model version,
+`continue` waits for its searcher to hear the last exits, a user's `trial kill` is not
+undone by a searcher's stop or by a master restart, and retention skips an experiment
+deleted since it ended."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from shipyard.common.api_experiments import ContinueExperimentRequest
+from shipyard.common.api_models import CreateModelRequest, RegisterVersionRequest
 from shipyard.common.config import load_config
 from shipyard.common.errors import Conflict
 from shipyard.server import orm
@@ -22,6 +25,7 @@ from shipyard.server.services import (
     checkpoints,
     experiment_continue,
     experiment_records,
+    models,
     searching,
     workspaces,
 )
@@ -259,3 +263,75 @@ def test_a_killed_trial_lost_in_a_master_restart_ends_killed(db, tmp_path):
 
 def test_retention_skips_an_experiment_deleted_since_it_ended(db):
     assert checkpoint_gc.collect(db, 424242) == []
+
+
+class Registering:
+    """A checkpoint storage that, while it deletes a checkpoint's files, has someone
+    register that checkpoint as a model version: what the master answered, per checkpoint."""
+
+    def __init__(self, db: Database, fails: bool = False) -> None:
+        self.db, self.fails = db, fails
+        self.answers: dict[str, str] = {}
+        self.store = Prefixes()
+        with db.write() as s:
+            request = CreateModelRequest(name=f"m{id(self)}")
+            self.model_id = models.create(
+                request, grants=EVERYTHING, username="bob", visible=None, session=s
+            ).id
+
+    def delete(self, uuid: str) -> None:
+        try:
+            with self.db.write() as s:
+                model = s.get_one(orm.Model, self.model_id)
+                request = RegisterVersionRequest(checkpoint_uuid=uuid)
+                models.register(
+                    model, request, grants=EVERYTHING, username="bob", visible=None, session=s
+                )
+            self.answers[uuid] = "registered"
+        except Conflict as exc:
+            self.answers[uuid] = exc.message
+        if self.fails:
+            raise OSError("the storage is down")
+
+    def writing(self) -> dict:
+        return {}
+
+
+def states(db: Database) -> dict[str, str]:
+    with db.read() as s:
+        return {c.uuid: c.state for c in s.query(orm.Checkpoint)}
+
+
+def test_a_checkpoint_whose_files_go_cannot_be_registered_meanwhile(db, tmp_path, monkeypatch):
+    exp_id, trial_id = make(db, tmp_path)
+    # Retention (c1: not the trial's latest, no metric to keep it as a best).
+    storage = Registering(db)
+    monkeypatch.setattr(checkpoint_gc.checkpoint_storage, "storage_of", lambda exp: storage)
+    assert checkpoint_gc.collect(db, exp_id, trial_id) == ["c1"]
+    assert storage.answers == {
+        "c1": "checkpoint c1 is DELETED: only a COMPLETED checkpoint can be registered"
+    }
+    assert states(db) == {"c1": "DELETED", "c2": "COMPLETED"}
+
+    # The experiment's deletion, whose storage fails: c2 is COMPLETED again afterwards.
+    failing = Registering(db, fails=True)
+    monkeypatch.setattr(experiment_records.checkpoint_storage, "storage_of", lambda exp: failing)
+    with pytest.raises(experiment_records.CheckpointsNotDeleted):
+        experiment_records.delete_experiment(
+            db, exp_id, home=tmp_path, visible=None, grants=EVERYTHING, username="alice"
+        )
+    assert failing.answers == {
+        "c2": "checkpoint c2 is DELETED: only a COMPLETED checkpoint can be registered"
+    }
+    assert states(db) == {"c1": "DELETED", "c2": "COMPLETED"}
+
+    # A version registered before the deletion keeps its checkpoint: the deletion is refused.
+    with db.write() as s:
+        model = s.get_one(orm.Model, failing.model_id)
+        request = RegisterVersionRequest(checkpoint_uuid="c2")
+        models.register(model, request, grants=EVERYTHING, username="bob", visible=None, session=s)
+    with pytest.raises(Conflict, match="c2 is model version"):
+        experiment_records.delete_experiment(
+            db, exp_id, home=tmp_path, visible=None, grants=EVERYTHING, username="alice"
+        )
+    assert states(db) == {"c1": "DELETED", "c2": "COMPLETED"}

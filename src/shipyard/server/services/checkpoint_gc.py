@@ -11,8 +11,12 @@ from sqlalchemy import select
 from shipyard.common.errors import ShipyardError
 from shipyard.server import orm
 from shipyard.server.db import Database
-from shipyard.server.services import checkpoint_storage, model_refs
-from shipyard.server.services.checkpoints import DELETED, select_for_deletion
+from shipyard.server.services import checkpoint_storage
+from shipyard.server.services.checkpoints import (
+    claim_for_deletion,
+    select_for_deletion,
+    unclaim,
+)
 from shipyard.server.services.lifecycle import HOLDING
 from shipyard.storage import CheckpointStorage
 
@@ -34,26 +38,23 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     remove_orphans(db, storage, experiment_id)
     if not doomed:
         return []
-    # A checkpoint a model version was registered on since it was selected is spared. (One
-    # registered while its files go still loses them: the row says DELETED only once they
-    # are gone, so that a list never shows a checkpoint whose files are gone.)
-    with db.read() as s:
-        spared = model_refs.registered(doomed, session=s)
-    deleted = []
-    for uuid in doomed:
-        if uuid in spared:
-            continue
+    # Marked DELETED first, with the check that no model version points at them (one
+    # registered since they were selected is spared): from then on none can be registered,
+    # so none loses its files to this pass. What the storage keeps is COMPLETED again.
+    with db.write() as s:
+        claimed = claim_for_deletion(doomed, session=s)
+    deleted, kept = [], []
+    for uuid in claimed:
         try:
             storage.delete(uuid)
         except OSError as exc:  # kept, and tried again at the next pass
             log.warning("could not delete checkpoint %s: %s", uuid, exc)
+            kept.append(uuid)
         else:
             deleted.append(uuid)
-    with db.write() as s:
-        for uuid in deleted:
-            ckpt = s.get(orm.Checkpoint, uuid)
-            if ckpt is not None:  # gone with its experiment, deleted meanwhile
-                ckpt.state = DELETED
+    if kept:
+        with db.write() as s:
+            unclaim(kept, session=s)
     return deleted
 
 

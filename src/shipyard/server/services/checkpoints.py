@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from shipyard.common import api
@@ -332,6 +332,37 @@ def mark_deleted(uuid: str, *, session: Session) -> dict[int, str | None]:
             .limit(1)
         )
     return moved
+
+
+def claim_for_deletion(uuids: list[str], *, session: Session) -> list[str]:
+    """Mark DELETED, before their files go, those of these COMPLETED checkpoints that no
+    model version points at; returns them. Registering takes only a COMPLETED checkpoint,
+    and both happen in serialized write transactions, so none of these can become a
+    model version while its files are being deleted. (For retention and a whole
+    experiment's deletion, where no trial resumes from them: trials' latest_checkpoint
+    stays; `delete` moves it.)"""
+    spared = model_refs.registered(uuids, session=session)
+    claimed: list[str] = []
+    for start in range(0, len(uuids), 500):  # bounded IN lists
+        chosen = [u for u in uuids[start : start + 500] if u not in spared]
+        claimed += session.scalars(
+            update(orm.Checkpoint)
+            .where(orm.Checkpoint.uuid.in_(chosen), orm.Checkpoint.state == COMPLETED)
+            .values(state=DELETED)
+            .returning(orm.Checkpoint.uuid)
+        )
+    return claimed
+
+
+def unclaim(uuids: list[str], *, session: Session) -> None:
+    """The checkpoints whose files the storage kept after claim_for_deletion: COMPLETED
+    again, so a later pass or a second deletion tries again."""
+    for start in range(0, len(uuids), 500):
+        session.execute(
+            update(orm.Checkpoint)
+            .where(orm.Checkpoint.uuid.in_(uuids[start : start + 500]))
+            .values(state=COMPLETED)
+        )
 
 
 def _restore(uuid: str, moved: dict[int, str | None], *, session: Session) -> None:
