@@ -6,17 +6,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from fastapi import Request
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shipyard.backends.pooled import PooledBackend
 from shipyard.search.options import SearcherOptions
-from shipyard.server import orm
 from shipyard.server.auth.token_cache import TokenCache
 from shipyard.server.auth.tokens import TaskTokens
 from shipyard.server.db import Database
 from shipyard.server.pools import Pool
-from shipyard.server.services.experiment_config import stored_config
+from shipyard.server.services.experiment_config import config_by_id
 from shipyard.server.services.login import LoginGuard
 from shipyard.server.services.metrics import MetricKeyCache
 from shipyard.server.services.signals import SignalHub
@@ -44,12 +42,8 @@ class MasterState:
     def searcher_options(self, experiment_id: int, *, session: Session) -> SearcherOptions:
         """The searcher fields of an experiment's config (they never change: cached)."""
         if experiment_id not in self._searcher_by_experiment:
-            config = session.scalar(
-                select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
-            )
-            self._searcher_by_experiment[experiment_id] = SearcherOptions.of(
-                stored_config(experiment_id, config or {}).searcher
-            )
+            config = config_by_id(experiment_id, session=session)
+            self._searcher_by_experiment[experiment_id] = SearcherOptions.of(config.searcher)
         return self._searcher_by_experiment[experiment_id]
 
 

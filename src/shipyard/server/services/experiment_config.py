@@ -13,8 +13,12 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from shipyard.common.config import ExperimentConfig, config_from_dict
 from shipyard.common.config.searcher import section_of
+from shipyard.common.errors import NotFound
 from shipyard.server import orm
 
 # The experiment list reads a few hundred experiments at once; a typed config is small.
@@ -72,6 +76,15 @@ _cache = _Cache(_CACHE_SIZE)
 def stored_config(experiment_id: int, stored: dict[str, Any]) -> ExperimentConfig:
     """For a query that selected the config column only."""
     return _cache.get(experiment_id, stored)
+
+
+def config_by_id(experiment_id: int, *, session: Session) -> ExperimentConfig:
+    """An experiment's config, reading only its config column (its searcher for the
+    metrics hot path and the curve keeper, which cache what they take from it)."""
+    stored = session.scalar(select(orm.Experiment.config).where(orm.Experiment.id == experiment_id))
+    if stored is None:
+        raise NotFound(f"experiment {experiment_id} does not exist")
+    return stored_config(experiment_id, stored)
 
 
 def config_of(exp: orm.Experiment) -> ExperimentConfig:

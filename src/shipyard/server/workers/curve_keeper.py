@@ -18,10 +18,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 
+from shipyard.common.errors import NotFound
 from shipyard.server import orm
 from shipyard.server.db import Database
 from shipyard.server.services import metric_series, stored_curves
-from shipyard.server.services.experiment_config import stored_config
+from shipyard.server.services.experiment_config import config_by_id
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +88,11 @@ class CurveKeeper:
     def _store(self, experiment_id: int) -> int:
         with self.db.read() as s:
             if experiment_id not in self._metric_of:  # a config never changes
-                config = s.scalars(
-                    select(orm.Experiment.config).where(orm.Experiment.id == experiment_id)
-                ).one()
-                self._metric_of[experiment_id] = stored_config(
-                    experiment_id, config
-                ).searcher.metric
+                try:
+                    config = config_by_id(experiment_id, session=s)
+                except NotFound:  # deleted since its trials were counted
+                    return 0
+                self._metric_of[experiment_id] = config.searcher.metric
             to_store = metric_series.curves_to_store(
                 experiment_id, name=self._metric_of[experiment_id], group="validation", session=s
             )
