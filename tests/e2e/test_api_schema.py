@@ -369,6 +369,7 @@ def succeeding(s: Seeded) -> list[tuple[str, dict[str, Any]]]:
                 "body": {"checkpoint_uuid": s.checkpoint},
             },
         ),
+        ("delete_model_version", {"path_parameters": {"model": "schema-made", "version": 1}}),
         ("get_model_version", {"path_parameters": {**model, "version": 1}}),
         ("change_model_version", {"path_parameters": {**model, "version": 1}, "body": {}}),
         ("resolve_model_version", {"path_parameters": model, "query": {"ref": "production"}}),

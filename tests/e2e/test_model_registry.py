@@ -326,3 +326,45 @@ def test_a_viewer_may_not_register_and_another_workspace_sees_nothing(master, tr
     assert r.status_code == 400 and "its own workspace" in r.json()["error"]["message"]
     mine = master.http.get(f"/models/{MODEL}", params={"workspace": "Uncategorized"})
     assert mine.status_code == 200 and mine.json()["num_versions"] == 2
+
+
+def test_a_version_is_deleted_with_its_aliases_and_its_number_is_not_given_again(master, trained):
+    v1, v2 = trained["v1"]["uuid"], trained["v2"]["uuid"]
+    ok(master.cli("model", "create", "pruned"))
+    ok(master.cli("model", "register", "pruned", v1))
+    ok(master.cli("model", "register", "pruned", v2))
+    ok(master.cli("model", "alias", "pruned", "production", "2"))
+    asked = master.cli("model", "delete-version", "pruned", "2")  # no answer on stdin: a no
+    assert asked.returncode == 1
+    assert "Aliases name it (production)" in asked.stderr and v2 in asked.stderr
+    assert master.http.get("/models/pruned/versions/2").status_code == 200
+    r = master.http.delete("/models/pruned/versions/2")
+    assert r.status_code == 409 and "production" in r.json()["error"]["message"]
+    walt = _only_role(master, "walt", "viewer", "Uncategorized")
+    r = walt.delete("/models/pruned/versions/1")
+    assert r.status_code == 403 and "owner" in r.json()["error"]["message"], r.text
+
+    deleted = json.loads(ok(master.cli("model", "delete-version", "pruned", "2", "-y", "--json")))
+    assert deleted == {
+        "name": "pruned",
+        "workspace": "Uncategorized",
+        "version": 2,
+        "checkpoint_uuid": v2,
+        "aliases": ["production"],
+    }
+    assert master.http.get("/models/pruned/versions/2").status_code == 404
+    r = master.http.get("/models/pruned/resolve", params={"ref": "production"})
+    assert r.status_code == 404
+    latest = master.http.get("/models/pruned/resolve").json()
+    assert (latest["version"], latest["checkpoint_uuid"]) == (1, v1)
+    # registered again, the checkpoint is version 3: "pruned/2" never names another one
+    again = json.loads(ok(master.cli("model", "register", "pruned", v2, "--json")))
+    assert again["version"] == 3
+    assert master.http.delete("/models/pruned/versions/1").status_code == 200
+    model = master.http.get("/models/pruned").json()
+    assert [v["version"] for v in model["versions"]] == [3] and model["aliases"] == []
+    # the checkpoints stay (digits still has both as versions)
+    for uuid in (v1, v2):
+        assert master.http.get(f"/checkpoints/{uuid}").json()["state"] == "COMPLETED"
+    events = [e for e in master.http.get("/audit").json() if e["action"] == "model.delete_version"]
+    assert sorted(e["detail"]["version"] for e in events) == [1, 2]

@@ -229,3 +229,52 @@ def test_a_deleted_newest_experiments_ids_are_never_given_again(tmp_path):
     db.close()
     assert again[0] > newest[0] and again[1] > newest[1]
     assert diff == []
+
+
+def test_a_models_highest_version_is_kept_by_migration_0015(tmp_path):
+    """Models made before 0015 get last_version from their versions, so a version deleted
+    afterwards does not give its number again."""
+    from alembic import command
+    from alembic.config import Config
+
+    from shipyard.server.db import MIGRATIONS
+
+    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    db.migrate()
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0014")
+        conn.exec_driver_sql(
+            "INSERT INTO experiments (workspace_id, project_id, name, description, labels,"
+            " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
+            " progress, created_at, archived) VALUES (1, 1, 'e', '', '[]', '{}', '',"
+            " 'COMPLETED', 1, '/c', 42, 1, 1.0, '2026-01-01', 0)"
+        )
+        for uuid_ in ("c1", "c2", "c3"):
+            conn.exec_driver_sql(
+                "INSERT INTO checkpoints (uuid, experiment_id, trial_id, workspace_id, run_id,"
+                " steps_completed, storage_path, state, resources, metadata, size, created_at)"
+                " VALUES (?, 1, 1, 1, 1, 1, ?, 'COMPLETED', '{}', '{}', 0, '2026-01-01')",
+                (uuid_, uuid_),
+            )
+        for model_id, name in ((1, "three"), (2, "none")):
+            conn.exec_driver_sql(
+                "INSERT INTO models (id, workspace_id, name, description, tags, archived,"
+                " created_at) VALUES (?, 1, ?, '', '[]', 0, '2026-01-01')",
+                (model_id, name),
+            )
+        for version, uuid_ in ((1, "c1"), (2, "c2"), (3, "c3")):
+            conn.exec_driver_sql(
+                "INSERT INTO model_versions (model_id, version, checkpoint_uuid, description,"
+                " tags, created_at) VALUES (1, ?, ?, '', '[]', '2026-01-01')",
+                (version, uuid_),
+            )
+    db.migrate()
+    with db.engine.connect() as conn:
+        found = dict(conn.exec_driver_sql("SELECT name, last_version FROM models").all())
+        diff = compare_metadata(MigrationContext.configure(conn), orm.Base.metadata)
+    db.close()
+    assert found == {"three": 3, "none": 0}
+    assert diff == []

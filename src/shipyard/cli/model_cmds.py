@@ -1,5 +1,6 @@
 """`shipyard model create | register | list | describe | alias | download | archive |
-unarchive | delete`: the model registry (named models, immutable versions, movable aliases)."""
+unarchive | delete | delete-version`: the model registry (named models, immutable versions,
+movable aliases)."""
 
 from __future__ import annotations
 
@@ -389,4 +390,40 @@ def delete(
         say(
             f"Deleted model {deleted.name}: {deleted.versions} versions, aliases removed: "
             f"{', '.join(deleted.aliases) or 'none'}. Its checkpoints are kept."
+        )
+
+
+@app.command("delete-version")
+def delete_version(
+    ctx: typer.Context,
+    name: Name,
+    version: Annotated[int, typer.Argument(help="The version's number.", metavar="VERSION", min=1)],
+    workspace: Workspace = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Delete one version of a model, with the aliases that name it. Its checkpoint stays,
+    and its number is never given again. Asks first, naming the aliases if it has any."""
+    session = open_session(ctx)
+    found = models.get_version(session, name, version, workspace=workspace)
+    if not yes:
+        question = (
+            f"Delete version {found.version} of model {name} (checkpoint "
+            f"{found.checkpoint_uuid})? Its number is not given again."
+        )
+        if found.aliases:
+            named = ", ".join(found.aliases)
+            question = f"Aliases name it ({named}): something may deploy from them. {question}"
+        confirm_or_exit(question)
+    # force only past the aliases that were asked about (or with --yes): one moved onto it
+    # since the question is refused by the master (409).
+    force = yes or bool(found.aliases)
+    deleted = models.delete_version(session, name, version, workspace=workspace, force=force)
+    if json_output:
+        print_json(deleted)
+    else:
+        say(
+            f"Deleted version {deleted.version} of model {deleted.name}; aliases removed: "
+            f"{', '.join(deleted.aliases) or 'none'}. Its checkpoint {deleted.checkpoint_uuid} "
+            "is kept."
         )

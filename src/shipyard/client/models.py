@@ -21,6 +21,7 @@ from shipyard.common.api_models import (
     ModelDeleted,
     ModelDetail,
     ModelSummary,
+    ModelVersionDeleted,
     ModelVersionDetail,
     ModelVersionInfo,
 )
@@ -99,6 +100,15 @@ def register_version(
     body = {"checkpoint_uuid": checkpoint_uuid, "description": description, "tags": list(tags)}
     path = f"{_path(name)}/versions{_query(workspace)}"
     return ModelVersionInfo.model_validate(session.post(path, json=body))
+
+
+def delete_version(
+    session: Session, name: str, version: int, *, workspace: str | None = None, force: bool = False
+) -> ModelVersionDeleted:
+    """force: even though an alias names it (a Conflict otherwise)."""
+    path = f"{_path(name)}/versions/{int(version)}"
+    path += _query(workspace, force="true" if force else None)
+    return ModelVersionDeleted.model_validate(session.delete(path))
 
 
 def get_version(

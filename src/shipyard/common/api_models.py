@@ -178,3 +178,11 @@ class ModelDeleted(BaseModel):
     workspace: str
     versions: int = Field(description="versions deleted (their checkpoints are kept)")
     aliases: list[str] = Field(description="aliases deleted")
+
+
+class ModelVersionDeleted(BaseModel):
+    name: str
+    workspace: str
+    version: int
+    checkpoint_uuid: str = Field(description="the version's checkpoint (kept)")
+    aliases: list[str] = Field(description="the aliases that named it, deleted with it")

@@ -322,6 +322,8 @@ class Model(Base):
     archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     owner: Mapped[str | None] = mapped_column(String(128), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # The highest version number given (migration 0015): a deleted one's is never reused.
+    last_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class ModelVersion(Base):

@@ -197,6 +197,40 @@ def change_model_version(
         return models.version_summary(found, row, session=s)
 
 
+@router.delete(
+    "/models/{model}/versions/{version}",
+    operation_id="delete_model_version",
+    response_model=api_models.ModelVersionDeleted,
+)
+def delete_model_version(
+    model: str,
+    request: Request,
+    version: int = VERSION,
+    workspace: str | None = WORKSPACE,
+    force: bool = Query(False, description="delete it even though aliases name it"),
+    p: Principal = Depends(current_user),
+    m: MasterState = Depends(master),
+) -> api_models.ModelVersionDeleted:
+    """The version and the aliases that name it (its checkpoint stays, no longer kept from
+    retention by it); its number is never given again. 409 when an alias names it, unless
+    force=true. For the model's owner or a workspace admin. Audited."""
+    with m.db.write() as s:
+        found = models.find(model, workspace=workspace, visible=p.sees, session=s)
+        row = models.get_version(found, version, session=s)
+        deleted = models.delete_version(
+            found, row, force=force, grants=p.grants, username=p.username, session=s
+        )
+        audited(
+            "model.delete_version",
+            p,
+            request,
+            target=f"model:{found.id}",
+            session=s,
+            **deleted.model_dump(),
+        )
+        return deleted
+
+
 @router.get(
     "/models/{model}/resolve",
     operation_id="resolve_model_version",

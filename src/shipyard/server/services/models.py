@@ -292,8 +292,11 @@ def register(
             "checkpoints of its own workspace"
         )
         raise InvalidRequest(message, [{"path": "checkpoint_uuid", "message": message}])
-    # The model's row locked (PostgreSQL; SQLite has one writer): versions are numbered in turn.
-    session.scalar(select(orm.Model.id).where(orm.Model.id == model.id).with_for_update())
+    # The model's row locked (PostgreSQL; SQLite has one writer): versions are numbered in
+    # turn, after the highest ever given (a deleted version's number is not given again).
+    given = session.scalar(
+        select(orm.Model.last_version).where(orm.Model.id == model.id).with_for_update()
+    )
     already = session.scalar(
         select(orm.ModelVersion.version).where(
             orm.ModelVersion.model_id == model.id, orm.ModelVersion.checkpoint_uuid == uuid
@@ -301,12 +304,11 @@ def register(
     )
     if already is not None:
         raise Conflict(f"checkpoint {uuid} is already version {already} of model {model.name!r}")
-    latest = session.scalar(
-        select(func.max(orm.ModelVersion.version)).where(orm.ModelVersion.model_id == model.id)
-    )
+    number = (given or 0) + 1
+    model.last_version = number
     version = orm.ModelVersion(
         model_id=model.id,
-        version=(latest or 0) + 1,
+        version=number,
         checkpoint_uuid=uuid,
         description=req.description,
         tags=_unique(req.tags),
@@ -353,6 +355,50 @@ def change_version(
         version.description = req.description
     if req.tags is not None:
         version.tags = _unique(req.tags)
+
+
+def delete_version(
+    model: orm.Model,
+    version: orm.ModelVersion,
+    *,
+    force: bool,
+    grants: Grants,
+    username: str,
+    session: Session,
+) -> api_models.ModelVersionDeleted:
+    """One version, with the aliases that name it; never its checkpoint (retention applies
+    to it again, unless another version points at it). Its number is not given again, so a
+    URI that named it names nothing rather than another checkpoint. For the model's owner
+    or a workspace admin, as deleting the model; with an alias naming it, only with `force`
+    (409 otherwise): a deployment may read it."""
+    require_owner(model, grants, username, f"delete versions of model {model.name!r}")
+    aliases = sorted(
+        session.scalars(
+            select(orm.ModelAlias.alias).where(
+                orm.ModelAlias.model_id == model.id, orm.ModelAlias.version == version.version
+            )
+        )
+    )
+    if aliases and not force:
+        raise Conflict(
+            f"version {version.version} of model {model.name!r} is named by aliases "
+            f"({', '.join(aliases)}) that something may deploy from: delete it with "
+            "force=true (`shipyard model delete-version` asks first)"
+        )
+    answer = api_models.ModelVersionDeleted(
+        name=model.name,
+        workspace=_workspace_names({model.workspace_id}, session)[model.workspace_id],
+        version=version.version,
+        checkpoint_uuid=version.checkpoint_uuid,
+        aliases=aliases,
+    )
+    session.execute(
+        delete(orm.ModelAlias).where(
+            orm.ModelAlias.model_id == model.id, orm.ModelAlias.version == version.version
+        )
+    )
+    session.delete(version)
+    return answer
 
 
 # -- aliases ---------------------------------------------------------------------------------
