@@ -251,3 +251,18 @@ def test_a_failing_write_turns_the_writer_off_and_says_so(tmp_path, capsys):
     writer.write([report])
     writer.write([report])
     assert capsys.readouterr().err.count("TensorBoard scalars are no longer written") == 1
+
+
+def test_reports_naming_the_same_metrics_in_another_order_keep_their_own_tag_order():
+    # Grouped into one layout only with the same names in the same order (core/_columns.py):
+    # a record's tags are in its report's order, on either path.
+    batch = [
+        {"group": "training", "steps_completed": step, "metrics": metrics}
+        for step in range(1, 41)
+        for metrics in [
+            {"loss": step / 10, "acc": 1 / step}
+            if step % 3
+            else {"acc": 1 / step, "loss": step / 10}
+        ]
+    ]
+    assert _tfevents_numpy.scalars_events(5.0, batch) == _tfevents.scalars_events(5.0, batch)

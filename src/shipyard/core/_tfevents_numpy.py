@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from shipyard.core import _tfevents
+from shipyard.core._columns import as_columns
 
 # A shorter run is cheaper in pure Python: each numpy call costs a few microseconds.
 MIN_ROWS = 8
@@ -45,18 +46,22 @@ def scalars_events(wall_time: float, reports: list[dict[str, Any]]) -> bytes | N
     if len(reports) < MIN_ROWS:  # one report a delivery (a loop reporting now and then)
         return _tfevents.scalars_events(wall_time, reports)
     chunks = []
-    for (group, *names), steps, values in _blocks(reports):
-        tags = [f"{group}/{name}" for name in names]
+    for block in as_columns(reports):
+        columns = block["metrics"]
+        if not columns:  # reports without metrics have no record
+            continue
+        steps = block["steps"]
+        tags = [f"{block['group']}/{name}" for name in columns]
         if len(steps) < MIN_ROWS:  # e.g. a validation between training reports
-            chunks += _python_records(wall_time, tags, steps, values, range(len(steps)))
+            chunks += _python_records(wall_time, tags, steps, columns, range(len(steps)))
             continue
         try:
             step_array = np.array(steps, dtype=np.uint64)
-            value_array = np.array(values, dtype=np.float64).reshape(len(steps), len(names))
+            value_array = np.array(list(columns.values()), dtype=np.float64)
         except (OverflowError, TypeError, ValueError):
             return None
         with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: ±inf, as struct
-            floats = value_array.astype("<f4")
+            floats = value_array.T.astype("<f4", order="C")  # a row of values a step
         varint_lengths = 1 + np.searchsorted(_VARINT_BOUNDS, step_array, side="right")
         cuts = [0, *(np.flatnonzero(np.diff(varint_lengths)) + 1).tolist(), len(steps)]
         for start, end in itertools.pairwise(cuts):
@@ -66,45 +71,30 @@ def scalars_events(wall_time: float, reports: list[dict[str, Any]]) -> bytes | N
             if layout is not None and len(layout.data) <= MAX_DATA_BYTES:
                 chunks.append(layout.records(step_array[start:end], floats[start:end]))
             else:
-                chunks += _python_records(wall_time, tags, steps, values, range(start, end))
+                chunks += _python_records(wall_time, tags, steps, columns, range(start, end))
     return b"".join(chunks)
 
 
 def _python_records(
-    wall_time: float, tags: list[str], steps: list[int], values: list[Any], rows: range
+    wall_time: float,
+    tags: list[str],
+    steps: list[int],
+    columns: dict[str, list[Any]],
+    rows: range,
 ) -> list[bytes]:
     """The records of a block's ``rows`` the pure-Python way (too few for numpy to pay)."""
-    width = len(tags)
+    values = list(columns.values())
     return [
         _tfevents.scalars_event(
             wall_time,
             steps[row],
             [
-                (tag, _tfevents.as_float(value))
-                for tag, value in zip(tags, values[row * width : (row + 1) * width], strict=True)
+                (tag, _tfevents.as_float(column[row]))
+                for tag, column in zip(tags, values, strict=True)
             ],
         )
         for row in rows
     ]
-
-
-def _blocks(reports: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], list[int], list[Any]]]:
-    """Runs of consecutive reports of one group with the same metric names in the same order
-    (the order of a record's tags): (group and names, steps, values row after row). Reports
-    without metrics are left out: they have no record."""
-    blocks: list[tuple[tuple[str, ...], list[int], list[Any]]] = []
-    key: tuple[str, ...] = ()
-    steps: list[int] = []
-    values: list[Any] = []
-    for report in reports:
-        metrics = report["metrics"]
-        if metrics:
-            if (report["group"], *metrics) != key:
-                key, steps, values = (report["group"], *metrics), [], []
-                blocks.append((key, steps, values))
-            steps.append(report["steps_completed"])
-            values.extend(metrics.values())
-    return blocks
 
 
 class _Layout:
