@@ -182,27 +182,10 @@ def test_a_deleted_newest_experiments_ids_are_never_given_again(tmp_path):
     """Migration 0013 on a database with rows: they are kept, the schema is the ORM's, and
     once the newest experiment and its trial are deleted the next ones get new ids (a
     trial's task token is keyed by its id)."""
-    from alembic import command
-    from alembic.config import Config
-
-    from shipyard.server.db import MIGRATIONS
-
-    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    db.migrate()
-    with db.engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0012")
+    db = database_at(tmp_path / "old.db", "0012")
 
     def add_experiment_and_trial(conn) -> tuple[int, int]:
-        conn.exec_driver_sql(
-            "INSERT INTO experiments (workspace_id, project_id, name, description, labels,"
-            " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
-            " progress, created_at, archived) VALUES (1, 1, 'e', '', '[]', '{}', '',"
-            " 'COMPLETED', 1, '/c', 42, 1, 1.0, '2026-01-01', 0)"
-        )
-        exp_id = conn.exec_driver_sql("SELECT max(id) FROM experiments").scalar()
+        exp_id = add_ended_experiment(conn)
         conn.exec_driver_sql(
             "INSERT INTO trials (experiment_id, workspace_id, request_id, hparams, seed, state,"
             " restarts, run_id, stop_requested, preempt_requested, steps_completed, slots,"
@@ -234,24 +217,9 @@ def test_a_deleted_newest_experiments_ids_are_never_given_again(tmp_path):
 def test_a_models_highest_version_is_kept_by_migration_0015(tmp_path):
     """Models made before 0015 get last_version from their versions, so a version deleted
     afterwards does not give its number again."""
-    from alembic import command
-    from alembic.config import Config
-
-    from shipyard.server.db import MIGRATIONS
-
-    db = Database(f"sqlite:///{tmp_path / 'old.db'}")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    db.migrate()
+    db = database_at(tmp_path / "old.db", "0014")
     with db.engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0014")
-        conn.exec_driver_sql(
-            "INSERT INTO experiments (workspace_id, project_id, name, description, labels,"
-            " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
-            " progress, created_at, archived) VALUES (1, 1, 'e', '', '[]', '{}', '',"
-            " 'COMPLETED', 1, '/c', 42, 1, 1.0, '2026-01-01', 0)"
-        )
+        add_ended_experiment(conn)
         for uuid_ in ("c1", "c2", "c3"):
             conn.exec_driver_sql(
                 "INSERT INTO checkpoints (uuid, experiment_id, trial_id, workspace_id, run_id,"
@@ -278,3 +246,31 @@ def test_a_models_highest_version_is_kept_by_migration_0015(tmp_path):
     db.close()
     assert found == {"three": 3, "none": 0}
     assert diff == []
+
+
+def add_ended_experiment(conn) -> int:
+    """A COMPLETED experiment's row, as the migrations' tests' older schemas take it."""
+    conn.exec_driver_sql(
+        "INSERT INTO experiments (workspace_id, project_id, name, description, labels,"
+        " config, config_yaml, state, seed, checkpoint_base, priority, searcher_done,"
+        " progress, created_at, archived) VALUES (1, 1, 'e', '', '[]', '{}', '',"
+        " 'COMPLETED', 1, '/c', 42, 1, 1.0, '2026-01-01', 0)"
+    )
+    return conn.exec_driver_sql("SELECT max(id) FROM experiments").scalar()
+
+
+def database_at(path, revision: str) -> Database:
+    """A SQLite database migrated to the head, then down to ``revision``."""
+    from alembic import command
+    from alembic.config import Config
+
+    from shipyard.server.db import MIGRATIONS
+
+    db = Database(f"sqlite:///{path}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    db.migrate()
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+    return db
