@@ -15,7 +15,7 @@ import pytest
 from shipyard.common.api_experiments import ContinueExperimentRequest
 from shipyard.common.api_models import CreateModelRequest, RegisterVersionRequest
 from shipyard.common.config import load_config
-from shipyard.common.errors import Conflict
+from shipyard.common.errors import Conflict, ShipyardError
 from shipyard.server import orm
 from shipyard.server.auth.permissions import EVERYTHING
 from shipyard.server.db import Database
@@ -311,6 +311,17 @@ def test_a_checkpoint_whose_files_go_cannot_be_registered_meanwhile(db, tmp_path
     assert storage.answers == {
         "c1": "checkpoint c1 is DELETED: only a COMPLETED checkpoint can be registered"
     }
+    assert states(db) == {"c1": "DELETED", "c2": "COMPLETED"}
+
+    # A storage that does not open (a key's secret is gone): nothing is marked.
+    def no_storage(exp):
+        raise ShipyardError("no secret 'S3_KEY' in workspace 'Uncategorized'")
+
+    monkeypatch.setattr(experiment_records.checkpoint_storage, "storage_of", no_storage)
+    with pytest.raises(ShipyardError, match="S3_KEY"):
+        experiment_records.delete_experiment(
+            db, exp_id, home=tmp_path, visible=None, grants=EVERYTHING, username="alice"
+        )
     assert states(db) == {"c1": "DELETED", "c2": "COMPLETED"}
 
     # The experiment's deletion, whose storage fails: c2 is COMPLETED again afterwards.

@@ -149,50 +149,53 @@ def delete_experiment(
 ) -> int:
     """Delete an ended experiment: first, in a write transaction, it is checked ended and
     archived, so nothing continues it from then on (`continue` refuses an archived
-    experiment) while its files go, and its checkpoints are marked DELETED, so none is
-    registered as a model version meanwhile; then its checkpoints' files (outside any transaction:
-    an object store may take seconds), then in one transaction every row it owns (trials,
-    runs, metrics, logs, checkpoints, searcher events) with an audit record, then the files
-    the master kept for it (its config, its trials' working directories and output). Other
-    experiments' rows and files are never touched. If its storage fails to delete a file,
-    it stays archived, its record kept (the checkpoints whose files are still there
-    COMPLETED again), and deleting it again is safe. Returns how many
-    checkpoints were deleted."""
+    experiment) while its files go; its storage is opened, and its checkpoints are marked
+    DELETED, so none is registered as a model version meanwhile; then their files (outside
+    any transaction: an object store may take seconds), then in one transaction every row
+    it owns (trials, runs, metrics, logs, checkpoints, searcher events) with an audit
+    record, then the files the master kept for it (its config, its trials' working
+    directories and output). Other experiments' rows and files are never touched. If its
+    storage fails to delete a file, it stays archived, its record kept (the checkpoints
+    whose files are still there COMPLETED again), and deleting it again is safe. Returns
+    how many checkpoints were deleted."""
     with db.write() as s:
         exp = get(exp_id, session=s, visible=visible)
         require_edit(exp, grants, username)
-        _require_ended(exp)  # no model version points at its checkpoints
+        _require_ended(exp)
         exp.archived = True
-        # Marked DELETED with that check: none can be registered while its files go.
-        uuids = checkpoints.claim_for_deletion(
-            list(
-                s.scalars(
-                    select(orm.Checkpoint.uuid).where(
-                        orm.Checkpoint.experiment_id == exp_id, orm.Checkpoint.state != DELETED
-                    )
-                )
-            ),
-            session=s,
-        )
     with db.read() as s:  # the storage's keys may be opened here: not in a write transaction
         exp = get(exp_id, session=s, visible=visible)
+        listed = list(
+            s.scalars(
+                select(orm.Checkpoint.uuid).where(
+                    orm.Checkpoint.experiment_id == exp_id, orm.Checkpoint.state != DELETED
+                )
+            )
+        )
         artifact_trials = artifacts.trials_with_artifacts(exp_id, session=s)
         # Its checkpoints and artifacts must go, so a storage that does not open is an error;
         # without them, only its trials' TensorBoard files may be there: deleted if it opens.
-        must_open = bool(uuids or artifact_trials)
+        must_open = bool(listed or artifact_trials)
         storage = checkpoint_storage.storage_of(exp) if must_open else _storage_if_open(exp)
-    failed, kept = [], []
-    for uuid in uuids:
-        try:
-            assert storage is not None
-            storage.delete(uuid)
-        except OSError as exc:
-            log.warning("experiment %s: could not delete checkpoint %s: %s", exp_id, uuid, exc)
-            failed.append(f"{uuid} ({exc})")
-            kept.append(uuid)
+    with db.write() as s:  # marked DELETED: none is registered while its files go
+        uuids = checkpoints.claim_for_deletion(listed, session=s)
+    kept = list(uuids)  # COMPLETED again unless their files are known to be gone
+    failed = []
+    try:
+        for uuid in uuids:
+            try:
+                assert storage is not None
+                storage.delete(uuid)
+            except OSError as exc:
+                log.warning("experiment %s: could not delete checkpoint %s: %s", exp_id, uuid, exc)
+                failed.append(f"{uuid} ({exc})")
+            else:
+                kept.remove(uuid)
+    finally:
+        if kept:
+            with db.write() as s:  # their files are still there (the others' are gone)
+                checkpoints.unclaim(kept, session=s)
     if failed:
-        with db.write() as s:  # those whose files are still there (the others are gone)
-            checkpoints.unclaim(kept, session=s)
         raise CheckpointsNotDeleted(
             f"experiment {exp_id} was not deleted: its checkpoint storage did not delete "
             f"{len(failed)} of its {len(uuids)} checkpoints ({failed[0]}); try again"
