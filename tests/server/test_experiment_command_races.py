@@ -265,14 +265,13 @@ def test_retention_skips_an_experiment_deleted_since_it_ended(db):
     assert checkpoint_gc.collect(db, 424242) == []
 
 
-class Registering:
+class Registering(Storage):
     """A checkpoint storage that, while it deletes a checkpoint's files, has someone
     register that checkpoint as a model version: what the master answered, per checkpoint."""
 
     def __init__(self, db: Database, fails: bool = False) -> None:
-        self.db, self.fails = db, fails
+        super().__init__(db, look=None, fails=fails)
         self.answers: dict[str, str] = {}
-        self.store = Prefixes()
         with db.write() as s:
             request = CreateModelRequest(name=f"m{id(self)}")
             self.model_id = models.create(
@@ -292,9 +291,6 @@ class Registering:
             self.answers[uuid] = exc.message
         if self.fails:
             raise OSError("the storage is down")
-
-    def writing(self) -> dict:
-        return {}
 
 
 def states(db: Database) -> dict[str, str]:

@@ -14,8 +14,8 @@ from shipyard.server.db import Database
 from shipyard.server.services import checkpoint_storage
 from shipyard.server.services.checkpoints import (
     claim_for_deletion,
+    delete_claimed,
     select_for_deletion,
-    unclaim,
 )
 from shipyard.server.services.lifecycle import HOLDING
 from shipyard.storage import CheckpointStorage
@@ -43,19 +43,8 @@ def collect(db: Database, experiment_id: int, trial_id: int | None = None) -> li
     # so none loses its files to this pass. What the storage keeps is COMPLETED again.
     with db.write() as s:
         claimed = claim_for_deletion(doomed, session=s)
-    deleted, kept = [], []
-    for uuid in claimed:
-        try:
-            storage.delete(uuid)
-        except OSError as exc:  # kept, and tried again at the next pass
-            log.warning("could not delete checkpoint %s: %s", uuid, exc)
-            kept.append(uuid)
-        else:
-            deleted.append(uuid)
-    if kept:
-        with db.write() as s:
-            unclaim(kept, session=s)
-    return deleted
+    failures = delete_claimed(db, storage, claimed, experiment_id)  # tried again next pass
+    return [uuid for uuid in claimed if uuid not in failures]
 
 
 def remove_orphans(db: Database, storage: CheckpointStorage, experiment_id: int) -> list[str]:

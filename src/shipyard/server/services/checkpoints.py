@@ -354,15 +354,37 @@ def claim_for_deletion(uuids: list[str], *, session: Session) -> list[str]:
     return claimed
 
 
-def unclaim(uuids: list[str], *, session: Session) -> None:
-    """The checkpoints whose files the storage kept after claim_for_deletion: COMPLETED
-    again, so a later pass or a second deletion tries again."""
-    for start in range(0, len(uuids), 500):
-        session.execute(
-            update(orm.Checkpoint)
-            .where(orm.Checkpoint.uuid.in_(uuids[start : start + 500]))
-            .values(state=COMPLETED)
-        )
+def delete_claimed(
+    db: Database, storage: CheckpointStorage, uuids: list[str], experiment_id: int
+) -> dict[str, OSError]:
+    """Delete the files of checkpoints claim_for_deletion marked, with no transaction open
+    (an object store may take seconds). Those whose files the storage kept, or that were
+    not reached, are COMPLETED again, so a later pass or a second deletion tries again.
+    Returns the storage's failures by checkpoint."""
+    gone: set[str] = set()
+    failures: dict[str, OSError] = {}
+    try:
+        for uuid in uuids:
+            try:
+                storage.delete(uuid)
+            except OSError as exc:
+                log.warning(
+                    "experiment %s: could not delete checkpoint %s: %s", experiment_id, uuid, exc
+                )
+                failures[uuid] = exc
+            else:
+                gone.add(uuid)
+    finally:
+        kept = [uuid for uuid in uuids if uuid not in gone]
+        if kept:
+            with db.write() as s:
+                for start in range(0, len(kept), 500):
+                    s.execute(
+                        update(orm.Checkpoint)
+                        .where(orm.Checkpoint.uuid.in_(kept[start : start + 500]))
+                        .values(state=COMPLETED)
+                    )
+    return failures
 
 
 def _restore(uuid: str, moved: dict[int, str | None], *, session: Session) -> None:

@@ -179,26 +179,16 @@ def delete_experiment(
         storage = checkpoint_storage.storage_of(exp) if must_open else _storage_if_open(exp)
     with db.write() as s:  # marked DELETED: none is registered while its files go
         uuids = checkpoints.claim_for_deletion(listed, session=s)
-    kept = list(uuids)  # COMPLETED again unless their files are known to be gone
-    failed = []
-    try:
-        for uuid in uuids:
-            try:
-                assert storage is not None
-                storage.delete(uuid)
-            except OSError as exc:
-                log.warning("experiment %s: could not delete checkpoint %s: %s", exp_id, uuid, exc)
-                failed.append(f"{uuid} ({exc})")
-            else:
-                kept.remove(uuid)
-    finally:
-        if kept:
-            with db.write() as s:  # their files are still there (the others' are gone)
-                checkpoints.unclaim(kept, session=s)
-    if failed:
+    failures: dict[str, OSError] = {}
+    if uuids:
+        assert storage is not None  # opened: it has checkpoints
+        failures = checkpoints.delete_claimed(db, storage, uuids, exp_id)
+    if failures:
+        first = next(iter(failures.items()))
         raise CheckpointsNotDeleted(
             f"experiment {exp_id} was not deleted: its checkpoint storage did not delete "
-            f"{len(failed)} of its {len(uuids)} checkpoints ({failed[0]}); try again"
+            f"{len(failures)} of its {len(uuids)} checkpoints ({first[0]} ({first[1]})); "
+            "try again"
         )
     if artifact_trials:
         assert storage is not None
